@@ -1,0 +1,100 @@
+// Backend interface + registry. Only the backends touch file descriptors.
+#pragma once
+#include <mpi.h>
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ckptbench/buffers.hpp"
+#include "ckptbench/config.hpp"
+#include "ckptbench/layout.hpp"
+#include "ckptbench/metrics.hpp"
+
+namespace ckpt {
+
+// Produces the bytes to write and consumes the bytes read, op by op. For this rank's own
+// extents it fills/verifies the pattern; for extents owned by another rank (node aggregation)
+// it receives them from / sends them to that rank over MPI. A backend must call produce (save)
+// and consume (restore) for the extents of one source rank in file order.
+class DataPath {
+ public:
+  virtual ~DataPath() = default;
+  // Fills buf with the bytes at [pos, pos + buf.size()) of extent e (pos from the extent start).
+  virtual void produce(const FileSpec& f, const Extent& e, uint64_t pos, Buffer& buf,
+                       uint64_t len) = 0;
+  // Hands over the bytes read at [pos, pos + len) of extent e; verifies when verification is on
+  // (throws IoError naming the file and offset of the first wrong byte).
+  virtual void consume(const FileSpec& f, const Extent& e, uint64_t pos, Buffer& buf,
+                       uint64_t len) = 0;
+};
+
+enum class Phase { save, restore };
+
+struct PhaseContext {
+  Phase phase = Phase::save;
+  const PointConfig* cfg = nullptr;
+  const IoPlan* plan = nullptr;
+  const RankIo* io = nullptr;    // this rank's files and extents
+  std::string dir;               // absolute point directory (exists; subdirectories created)
+  MPI_Comm comm = MPI_COMM_NULL; // every rank of the run (collective backends may split it)
+  BufferPool* pool = nullptr;    // cfg->queue_depth (>= 1) buffers of block_size, aligned
+  DataPath* data = nullptr;
+  PhaseRecorder* rec = nullptr;
+  uint64_t align = 4096;         // direct-I/O alignment in force
+  bool verify = false;
+  // Cache defeat requested for the *following* restore: drop this rank's written pages
+  // (posix_fadvise DONTNEED after sync) before closing, when true.
+  bool fadvise_dontneed = false;
+};
+
+// Calls fn(op_pos, op_len) for each transfer of an extent: block_size pieces of e.padded.
+template <class Fn>
+void for_each_op(const Extent& e, uint64_t block_size, Fn&& fn) {
+  for (uint64_t pos = 0; pos < e.padded; pos += block_size) {
+    uint64_t len = e.padded - pos < block_size ? e.padded - pos : block_size;
+    fn(pos, len);
+  }
+}
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // Runs one whole phase for this rank: open/create (creators first; if plan->any_shared, a
+  // barrier on comm before the others open), transfer every extent, sync per cfg->sync, close.
+  // Records step times, ops and latencies in ctx.rec. Throws IoError on failure naming file,
+  // offset, length and errno text.
+  virtual void run(PhaseContext& ctx) = 0;
+  // Effective settings for the report (flags the kernel accepted, hints the library returned...).
+  virtual nlohmann::json describe() const = 0;
+};
+
+struct BackendFactory {
+  std::string name;
+  std::string description;
+  // Empty when the backend works here; else the reason (e.g. io_uring disabled by sysctl).
+  std::function<std::string()> probe;
+  // Validates backend options (cfg.backend_options) and the combination with the point's
+  // layout/direct settings; throws ConfigError with the reason.
+  std::function<void(const PointConfig&)> validate;
+  // Option keys accepted in the backend's config section (for the docs and unknown-key errors).
+  std::vector<std::string> option_keys;
+  std::function<std::unique_ptr<Backend>(const PointConfig&)> create;
+};
+
+const std::vector<BackendFactory>& backend_registry();
+// Throws ConfigError listing the known backends.
+const BackendFactory& find_backend(const std::string& name);
+// name -> "" (works) or the reason it does not.
+nlohmann::json probe_backends();
+
+// Each backend file defines one of these.
+BackendFactory posix_backend();
+BackendFactory uring_backend();
+BackendFactory mpiio_backend();
+BackendFactory hdf5_backend();
+
+}  // namespace ckpt

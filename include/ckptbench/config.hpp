@@ -1,0 +1,69 @@
+// Parse + validate the JSON config and expand sweeps (pure).
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ckptbench/layout.hpp"
+#include "ckptbench/model.hpp"
+#include "ckptbench/sharding.hpp"
+
+namespace ckpt {
+
+enum class SyncPolicy { none, file, end };
+std::string sync_name(SyncPolicy s);
+
+// How the page cache is kept out of restore numbers.
+enum class CacheMode { auto_, direct, fadvise, rank_shift, drop_caches, none };
+std::string cache_name(CacheMode c);
+
+// One sweep point: everything that can change a number.
+struct PointConfig {
+  ModelConfig model;
+  Parallelism parallelism;
+  LayoutOptions layout;          // kind, chunk_size, ranks_per_file (align filled at run time)
+  int ranks_per_node = 0;        // 0 = real nodes (MPI_COMM_TYPE_SHARED); k = emulate k per node
+  std::string backend = "posix";
+  uint64_t block_size = 1 << 20;
+  int queue_depth = 1;
+  bool direct = false;
+  SyncPolicy sync = SyncPolicy::end;
+  uint64_t align = 0;            // 0 = from the file system (statx DIOALIGN), else forced
+  bool preallocate = true;
+  CacheMode cache = CacheMode::auto_;
+  int stripe_count = 0;          // 0 = unset (Lustre only)
+  uint64_t stripe_size = 0;
+  std::string stripe_pool;
+  nlohmann::json backend_options = nlohmann::json::object();  // the section named after the backend
+  nlohmann::json params = nlohmann::json::object();  // the swept keys and their values
+  nlohmann::json resolved;       // this point as a fully resolved JSON object
+};
+
+struct RunConfig {
+  std::string target;            // directory under which a fresh run directory is made
+  int repetitions = 1;
+  bool verify = true;
+  bool keep = false;
+  bool strict = false;           // settings that do not apply here are errors, not warnings
+  double timeout_s = 0;          // per point; 0 = none
+  std::string name;              // run title (plots)
+  std::string comment;
+  std::vector<PointConfig> points;
+  nlohmann::json resolved;       // whole config, resolved (defaults filled in)
+};
+
+// The embedded default config (small model, 4 ranks, file-per-shard, posix).
+const nlohmann::json& default_config();
+
+// Parses and validates a config document; expands the sweep. Throws ConfigError naming the key
+// and what is allowed. Checks that do not need the file system or MPI happen here.
+RunConfig parse_config(const nlohmann::json& doc);
+// Reads a file (JSON; '//' line comments are not allowed — use a "comment" key).
+nlohmann::json load_config_file(const std::string& path);
+
+// The list of accepted point-level keys (for sweep validation and the docs check).
+const std::vector<std::string>& point_keys();
+const std::vector<std::string>& run_keys();
+
+}  // namespace ckpt

@@ -1,0 +1,40 @@
+// File-system facts about the target: type, direct-I/O alignment, free space, safe directories.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace ckpt {
+
+struct FsInfo {
+  std::string type;          // "ext4", "xfs", "tmpfs", "lustre", "gpfs", "beegfs", "nfs", ... or "0x<magic>"
+  uint64_t magic = 0;
+  uint64_t block_size = 0;   // f_bsize
+  uint64_t free_bytes = 0;   // f_bavail * f_frsize
+  uint64_t total_bytes = 0;
+  uint64_t dio_mem_align = 0;     // statx STATX_DIOALIGN (0 when unknown)
+  uint64_t dio_offset_align = 0;
+  std::string dio_align_source;   // "statx", "sysfs", "default"
+  nlohmann::json to_json() const;
+};
+
+std::string fs_type_name(uint64_t magic);
+// Facts for an existing directory. Throws IoError when it cannot be examined.
+FsInfo probe_fs(const std::string& dir);
+// Direct-I/O offset alignment for files in dir: statx(STATX_DIOALIGN) on a probe file, else the
+// device's logical_block_size from sysfs, else 4096. Sets info fields.
+uint64_t dio_alignment(const std::string& dir, FsInfo& info);
+
+// Checks a run target before anything is written: parent exists, is a directory, writable, not
+// `/`, a home or a system directory; if it exists and is non-empty, `force` must be set.
+// Throws ConfigError naming the path.
+void check_target(const std::string& target, bool force);
+
+// mkdir -p for a path under a base (base must exist). Throws IoError.
+void make_dirs(const std::string& path);
+// Removes a directory tree the tool created (refuses paths outside `root`). Throws IoError.
+void remove_tree(const std::string& path, const std::string& root);
+// Absolute, lexically normalised path.
+std::string absolute_path(const std::string& p);
+
+}  // namespace ckpt

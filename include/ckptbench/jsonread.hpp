@@ -1,0 +1,60 @@
+// Strict reader for JSON config objects: typed getters with defaults and bounds, and a finish()
+// that rejects unknown keys. Every error names the full key path and what is allowed.
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace ckpt {
+
+using json = nlohmann::json;
+
+// Human-readable JSON type name of a value ("string", "number", "object", ...).
+std::string json_type_name(const json& v);
+
+class ObjectReader {
+ public:
+  // `path` is the key path of `obj` for messages ("" for the top level, "model", "sweep", ...).
+  // Throws ConfigError if obj is not an object.
+  ObjectReader(const json& obj, std::string path);
+
+  bool has(const std::string& key) const;
+  // Raw access (marks the key as known). nullptr when absent.
+  const json* raw(const std::string& key);
+
+  std::string str(const std::string& key, const std::string& def);
+  std::optional<std::string> opt_str(const std::string& key);
+  // Value must be one of `allowed`.
+  std::string choice(const std::string& key, const std::string& def,
+                     const std::vector<std::string>& allowed);
+  bool boolean(const std::string& key, bool def);
+  std::optional<bool> opt_boolean(const std::string& key);
+  // Integer in [lo, hi].
+  int64_t integer(const std::string& key, int64_t def, int64_t lo, int64_t hi);
+  std::optional<int64_t> opt_integer(const std::string& key, int64_t lo, int64_t hi);
+  double number(const std::string& key, double def, double lo, double hi);
+  // A size: a non-negative integer number of bytes or a string like "4K", "1MiB".
+  uint64_t size(const std::string& key, uint64_t def, bool allow_zero = false);
+  std::optional<uint64_t> opt_size(const std::string& key, bool allow_zero = false);
+
+  // Full dotted path of a key, for messages.
+  std::string key_path(const std::string& key) const;
+  // Throws ConfigError listing the first unknown key and the allowed keys.
+  void finish() const;
+  // Mark a key as known without reading it (e.g. "comment").
+  void allow(const std::string& key);
+
+ private:
+  const json& obj_;
+  std::string path_;
+  std::set<std::string> known_;
+};
+
+// Converts a size value (integer or string) found at `path`.
+uint64_t json_to_size(const json& v, const std::string& path, bool allow_zero = false);
+
+}  // namespace ckpt

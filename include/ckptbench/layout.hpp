@@ -1,0 +1,97 @@
+// Shard lists + layout -> IoPlan: files and extents (pure). DESIGN.md "Layouts".
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ckptbench/model.hpp"
+#include "ckptbench/sharding.hpp"
+
+namespace ckpt {
+
+enum class LayoutKind { file_per_tensor, file_per_shard, aggregated_rank, aggregated_node, shared_file };
+const std::vector<std::string>& layout_names();
+LayoutKind parse_layout(const std::string& name);  // throws ConfigError listing allowed names
+std::string layout_name(LayoutKind k);
+
+struct LayoutOptions {
+  LayoutKind kind = LayoutKind::file_per_shard;
+  uint64_t align = 4096;         // offsets inside a file are multiples of this
+  bool pad_to_align = false;     // transfer lengths rounded up to `align` (required by O_DIRECT)
+  uint64_t chunk_size = 0;       // 0 = off; else split every file into chunk files of this size
+  int ranks_per_file = 0;        // 0 = layout default; k > 1 aggregates k virtual ranks per file
+};
+
+// One contiguous piece of a file holding one shard (or the file's index footer).
+struct Extent {
+  uint64_t offset = 0;    // byte offset in the file (multiple of align)
+  uint64_t length = 0;    // payload bytes (true size)
+  uint64_t padded = 0;    // bytes transferred: length, or round_up(length, align) with pad_to_align
+  int32_t vrank = -1;     // virtual rank that owns the data
+  int32_t shard = -1;     // index into that vrank's RankShards::shards; -1 = index/footer
+  int32_t source = -1;    // real rank that produces (save) / consumes (restore) the bytes
+};
+
+struct FileSpec {
+  uint32_t id = 0;              // unique within the point; seeds the data pattern
+  std::string path;             // relative to the point directory; no "..", no leading '/'
+  uint64_t size = 0;            // final size in bytes (payload + padding + index)
+  bool create = false;          // this real rank creates (and preallocates) the file
+  bool shared = false;          // written by more than one real rank
+  std::vector<int> writers;     // real ranks writing the file (sorted)
+  std::vector<Extent> extents;  // the extents THIS real rank transfers, in file-offset order
+};
+
+// What one real rank does in a point.
+struct RankIo {
+  int rank = 0;                   // real MPI rank
+  std::vector<int> vranks;        // virtual ranks replayed here
+  std::vector<FileSpec> files;    // files this rank opens and transfers
+  // Node aggregation: extents of this rank's shards that another rank (the leader) writes.
+  int leader = -1;                // real rank receiving this rank's data (-1: none)
+  std::vector<Extent> remote;     // this rank's extents written by `leader`, in the leader's order
+  uint64_t payload_bytes = 0;     // bytes of shards owned by this rank's vranks
+  uint64_t transfer_bytes = 0;    // bytes this rank moves to/from files (incl. padding and index)
+};
+
+struct PlanStats {
+  uint64_t files = 0;
+  uint64_t dirs = 0;
+  uint64_t payload_bytes = 0;     // shard bytes
+  uint64_t padding_bytes = 0;     // alignment padding written
+  uint64_t index_bytes = 0;       // footers/indexes
+  uint64_t file_bytes = 0;        // sum of file sizes
+  uint64_t zero_padding_bytes = 0;  // ZeRO flat-buffer padding (reported, not written)
+  uint64_t rank_bytes_min = 0, rank_bytes_max = 0;  // per virtual rank payload
+  double rank_bytes_mean = 0;
+  std::map<int, uint64_t> size_histogram;          // floor(log2(file size)) -> count (-1 for 0)
+  std::map<std::string, uint64_t> kind_bytes;      // state kind -> payload bytes
+};
+
+struct PlanInput {
+  const ModelDesc* model = nullptr;
+  TrainingState state;
+  Parallelism par;                 // resolved
+  double scale = 1.0;
+  LayoutOptions layout;
+  int real_world = 1;
+  std::vector<int> node_of_rank;   // real rank -> node index (size real_world)
+};
+
+struct IoPlan {
+  PlanStats stats;
+  bool any_shared = false;         // some file has several writers (ranks must barrier after create)
+  std::vector<std::string> dirs;   // directories to create (relative), parents first
+  std::vector<RankShards> shards;  // shards of every virtual rank (index = vrank)
+  std::vector<RankIo> ranks;       // per real rank (index = real rank)
+};
+
+// Builds the plan. Deterministic: every rank computes the same plan. Throws ConfigError on
+// combinations that cannot work (e.g. aggregated-node without nodes info).
+IoPlan make_plan(const PlanInput& in);
+
+// "layers.3.attention.wq.weight/exp_avg" (+ "@<elem_offset>" for ZeRO fragments).
+std::string shard_label(const ModelDesc& m, const Shard& s);
+
+}  // namespace ckpt

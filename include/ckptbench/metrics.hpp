@@ -1,0 +1,117 @@
+// Per-rank samples, latency histograms and the cross-rank reduction of one phase.
+#pragma once
+#include <mpi.h>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+namespace ckpt {
+
+// Monotonic clock in seconds.
+double now_s();
+uint64_t now_ns();
+
+// Log-bucketed latency histogram (nanoseconds): 2^kSubBits sub-buckets per power of two, so a
+// bucket spans at most 1/2^kSubBits (12.5%) of its value. Mergeable by adding counts.
+class LatencyHistogram {
+ public:
+  static constexpr int kSubBits = 3;
+  static constexpr int kBuckets = 64 << kSubBits;
+  void add(uint64_t ns);
+  void merge(const LatencyHistogram& o);
+  uint64_t count() const { return count_; }
+  uint64_t max_ns() const { return max_; }
+  // Value at quantile q in [0,1]: upper bound of the bucket holding the q-th sample (capped at max).
+  uint64_t percentile_ns(double q) const;
+  static int bucket_of(uint64_t ns);
+  static uint64_t bucket_low(int b);
+  static uint64_t bucket_high(int b);  // exclusive upper bound
+  std::array<uint64_t, kBuckets>& counts() { return counts_; }
+  const std::array<uint64_t, kBuckets>& counts() const { return counts_; }
+  void set_max(uint64_t m) { max_ = m; }
+  void set_count(uint64_t c) { count_ = c; }
+
+ private:
+  std::array<uint64_t, kBuckets> counts_{};
+  uint64_t count_ = 0;
+  uint64_t max_ = 0;
+};
+
+enum class Step { open = 0, io = 1, sync = 2, close = 3 };
+inline constexpr int kSteps = 4;
+const char* step_name(Step s);
+
+// What one rank records during a phase. Backends call these; run.cpp owns the phase clock.
+class PhaseRecorder {
+ public:
+  // Adds wall time spent in a step (steps may interleave, e.g. open-write-close per file).
+  void add_time(Step s, double seconds) { step_s_[static_cast<int>(s)] += seconds; }
+  // RAII timer for a step.
+  class Scope {
+   public:
+    Scope(PhaseRecorder& r, Step s) : r_(r), s_(s), t0_(now_s()) {}
+    ~Scope() { r_.add_time(s_, now_s() - t0_); }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    PhaseRecorder& r_;
+    Step s_;
+    double t0_;
+  };
+  Scope time(Step s) { return Scope(*this, s); }
+
+  // One completed data transfer of `bytes` that took `latency_ns` from submission to completion.
+  void op(uint64_t bytes, uint64_t latency_ns) {
+    ops_++;
+    bytes_ += bytes;
+    hist_.add(latency_ns);
+  }
+  // Metadata operations: creates, opens, closes (and mkdir, unlink when timed).
+  void metadata(uint64_t n = 1) { meta_ops_ += n; }
+  void file_done(uint64_t n = 1) { files_ += n; }
+  void sync_op(uint64_t n = 1) { sync_ops_ += n; }
+
+  double step_s(Step s) const { return step_s_[static_cast<int>(s)]; }
+  uint64_t ops() const { return ops_; }
+  uint64_t bytes() const { return bytes_; }
+  uint64_t meta_ops() const { return meta_ops_; }
+  uint64_t files() const { return files_; }
+  uint64_t sync_ops() const { return sync_ops_; }
+  const LatencyHistogram& hist() const { return hist_; }
+
+  // Set by run.cpp around the backend call.
+  double start_s = 0, end_s = 0;
+
+ private:
+  std::array<double, kSteps> step_s_{};
+  uint64_t ops_ = 0, bytes_ = 0, meta_ops_ = 0, files_ = 0, sync_ops_ = 0;
+  LatencyHistogram hist_;
+};
+
+struct MinMeanMax {
+  double min = 0, mean = 0, max = 0;
+  nlohmann::json to_json() const;
+};
+
+// A phase reduced across all ranks (collective over comm; the result is valid on every rank).
+struct PhaseResult {
+  uint64_t bytes = 0, ops = 0, files = 0, meta_ops = 0;
+  double elapsed_s = 0;          // max over ranks of (end - start), starts aligned by a barrier
+  MinMeanMax rank_time_s;        // per-rank (end - start)
+  std::array<MinMeanMax, kSteps> steps;
+  LatencyHistogram hist;         // merged across ranks
+  double straggler_ratio = 0;    // max / mean rank time (ranks that moved bytes)
+  std::vector<double> rank_times_s;  // per real rank, for straggler plots
+  double bandwidth_GiBps() const;
+  double iops() const;
+  double metadata_ops_per_s() const;
+  nlohmann::json to_json() const;
+};
+
+PhaseResult reduce_phase(const PhaseRecorder& r, MPI_Comm comm);
+
+}  // namespace ckpt

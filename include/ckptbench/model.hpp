@@ -1,0 +1,97 @@
+// Model description -> tensor inventory (pure). Built-in zoo, custom dimensions, safetensors import.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ckpt {
+
+enum class DType { f64, f32, f16, bf16, f8_e4m3, f8_e5m2, i64, i32, i16, i8, u8, boolean };
+uint64_t dtype_size(DType t);
+std::string_view dtype_name(DType t);  // "bf16", "f32", ... (safetensors spellings accepted on parse)
+std::optional<DType> parse_dtype(std::string_view s);
+
+// Where a tensor lives in the pipeline.
+enum class Placement { layer, first_stage, last_stage };
+
+struct TensorDesc {
+  std::string name;              // e.g. "layers.3.attention.wq.weight"; never contains "..", no leading '/'
+  std::vector<uint64_t> shape;   // full (unsharded) shape
+  int tp_split_dim = -1;         // dimension split across TP ranks; -1 = replicated on every TP rank
+  Placement placement = Placement::layer;
+  int layer = -1;                // layer index when placement == layer
+  uint64_t numel() const;
+};
+
+// Dimensions of a decoder-only transformer (DESIGN.md "Models").
+struct TransformerDims {
+  uint64_t hidden = 0;
+  uint64_t layers = 0;
+  uint64_t ffn = 0;            // intermediate size; 0 = 4 * hidden
+  uint64_t heads = 0;
+  uint64_t kv_heads = 0;       // 0 = heads
+  uint64_t vocab = 0;
+  bool tied_embeddings = false;
+  bool gated_mlp = true;       // SwiGLU (w1,w2,w3) vs plain GPT (fc1+bias, fc2+bias)
+  bool layernorm = false;      // LayerNorm (weight+bias) instead of RMSNorm
+  bool attn_bias = false;      // GPT-style qkv/o biases
+  uint64_t experts = 0;        // 0 or 1 = dense; E > 1 = MoE with a router [h, E]
+};
+
+struct ModelDesc {
+  std::string name;
+  std::string source;          // "zoo", "custom", "safetensors:<path>"
+  std::optional<TransformerDims> dims;   // known for zoo/custom models
+  uint64_t num_layers = 0;     // for PP splitting (from dims, or inferred from tensor names)
+  std::vector<TensorDesc> tensors;
+  uint64_t num_params() const;
+};
+
+// What state is saved per parameter (DESIGN.md "Training state").
+enum class Optimizer { adam, sgd, none };
+struct TrainingState {
+  DType weight_dtype = DType::bf16;
+  DType master_dtype = DType::f32;   // fp32 master weights (absent when optimizer == none)
+  DType optim_dtype = DType::f32;    // Adam moments / SGD momentum
+  Optimizer optimizer = Optimizer::adam;
+  // Bytes per parameter of the full training state (14 for bf16 + fp32 master + 2 fp32 moments).
+  uint64_t bytes_per_param() const;
+};
+
+// Kinds of state a shard belongs to. adam: master, exp_avg, exp_avg_sq; sgd: master, momentum.
+enum class StateKind { weights, master, exp_avg, exp_avg_sq, momentum };
+std::string_view state_kind_name(StateKind k);
+// State kinds saved for a training state, weights first.
+std::vector<StateKind> saved_state_kinds(const TrainingState& ts);
+DType state_dtype(const TrainingState& ts, StateKind k);
+
+// The "model" section of the config, resolved.
+struct ModelConfig {
+  std::string preset;          // zoo name, "custom" or "safetensors"
+  std::optional<TransformerDims> custom;
+  std::string safetensors_path;  // file, directory, or *.index.json
+  TrainingState state;
+  double scale = 1.0;          // shrink every tensor's bytes, keep tensor/file counts; (0, 1]
+  std::string sizing = "exact";  // "exact" | "dlio" (MLPerf Storage checkpoint sizing)
+};
+
+// Parses the config's "model" value: a zoo name string, or an object
+// {"name"|"preset": ..., "hidden": ..., ..., "dtype": "bf16", "optimizer": "adam", "scale": 0.001,
+//  "safetensors": "path", "sizing": "exact|dlio"}. Throws ConfigError naming the key.
+ModelConfig parse_model_config(const nlohmann::json& v, const std::string& path = "model");
+nlohmann::json model_config_to_json(const ModelConfig& m);
+
+// Builds the tensor inventory. Throws ConfigError on unknown preset or unreadable/malformed import.
+ModelDesc build_model(const ModelConfig& m);
+
+struct ZooEntry {
+  std::string name;
+  std::string description;
+  TransformerDims dims;
+};
+const std::vector<ZooEntry>& model_zoo();
+
+}  // namespace ckpt
