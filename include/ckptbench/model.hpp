@@ -13,6 +13,8 @@ enum class DType { f64, f32, f16, bf16, f8_e4m3, f8_e5m2, i64, i32, i16, i8, u8,
 uint64_t dtype_size(DType t);
 std::string_view dtype_name(DType t);  // "bf16", "f32", ... (safetensors spellings accepted on parse)
 std::optional<DType> parse_dtype(std::string_view s);
+// Floating-point dtypes carry optimizer state; integer/bool tensors (buffers) save weights only.
+bool dtype_is_float(DType t);
 
 // Where a tensor lives in the pipeline.
 enum class Placement { layer, first_stage, last_stage };
@@ -23,6 +25,16 @@ struct TensorDesc {
   int tp_split_dim = -1;         // dimension split across TP ranks; -1 = replicated on every TP rank
   Placement placement = Placement::layer;
   int layer = -1;                // layer index when placement == layer
+  // Weight dtype of this tensor when it differs from TrainingState::weight_dtype (safetensors
+  // import keeps each tensor's own dtype). Master/optimizer dtypes always come from TrainingState.
+  std::optional<DType> dtype;
+  // tp_split_dim need not be divisible by TP (vocabulary-parallel embedding/lm_head: Megatron pads
+  // the vocabulary; ckptbench instead gives the first (n % TP) TP ranks one extra row, so the
+  // bytes summed over ranks stay exact).
+  bool tp_uneven_ok = false;
+  // Synthetic tensor present on every pipeline stage, its dim 0 split evenly over the PP stages
+  // (before the TP split). Used by `sizing: dlio`, whose per-rank sizes ignore layer placement.
+  bool pp_split = false;
   uint64_t numel() const;
 };
 
@@ -39,6 +51,7 @@ struct TransformerDims {
   bool layernorm = false;      // LayerNorm (weight+bias) instead of RMSNorm
   bool attn_bias = false;      // GPT-style qkv/o biases
   uint64_t experts = 0;        // 0 or 1 = dense; E > 1 = MoE with a router [h, E]
+  uint64_t positions = 0;      // learned position embeddings [positions, h] (GPT); 0 = none (RoPE)
 };
 
 struct ModelDesc {
@@ -47,6 +60,7 @@ struct ModelDesc {
   std::optional<TransformerDims> dims;   // known for zoo/custom models
   uint64_t num_layers = 0;     // for PP splitting (from dims, or inferred from tensor names)
   std::vector<TensorDesc> tensors;
+  std::string sizing = "exact";  // "dlio": one synthetic "model_states" tensor of N params
   uint64_t num_params() const;
 };
 
@@ -67,6 +81,15 @@ std::string_view state_kind_name(StateKind k);
 // State kinds saved for a training state, weights first.
 std::vector<StateKind> saved_state_kinds(const TrainingState& ts);
 DType state_dtype(const TrainingState& ts, StateKind k);
+// dtype of state kind `k` of tensor `t` (weights use t.dtype when set). nullopt when the tensor
+// has no such state (optimizer kinds of integer/bool tensors).
+std::optional<DType> tensor_state_dtype(const TensorDesc& t, const TrainingState& ts, StateKind k);
+// Bytes of state kind `k` of the whole (unsharded, unreplicated) model at scale 1.
+uint64_t state_bytes(const ModelDesc& m, const TrainingState& ts, StateKind k);
+// Sum of state_bytes over saved_state_kinds(ts).
+uint64_t training_state_bytes(const ModelDesc& m, const TrainingState& ts);
+// DLIO/MLPerf parameter count N (DESIGN.md "MLPerf-compatible sizing").
+uint64_t dlio_num_params(const TransformerDims& d);
 
 // The "model" section of the config, resolved.
 struct ModelConfig {

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ckptbench/model.hpp"
@@ -36,6 +37,10 @@ struct RankCoord {
   int tp = 0, pp = 0, dp = 0;
 };
 RankCoord rank_coord(const Parallelism& resolved, int vrank);
+// Inverse of rank_coord.
+int vrank_of(const Parallelism& resolved, int tp, int pp, int dp);
+// Layers [first, last) of pipeline stage `stage` (first stages get the extra layer).
+std::pair<uint64_t, uint64_t> stage_layers(uint64_t layers, int pp, int stage);
 
 // A piece of state one rank saves: a TP-local tensor (or, under ZeRO partitioning, a contiguous
 // fragment of the flattened TP/PP-local state) of one state kind.

@@ -1,0 +1,428 @@
+// safetensors header reader and model import. Reads only the 8-byte length and the JSON header of
+// each file (pread of the prefix), never the tensor data.
+#include "ckptbench/safetensors.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "ckptbench/error.hpp"
+
+namespace ckpt {
+
+namespace {
+
+constexpr uint64_t kMaxHeader = 100ull << 20;  // 100 MiB
+constexpr size_t kMaxEntries = 10'000'000;
+constexpr int kMaxDepth = 16;                      // legit headers nest 3 deep
+constexpr uint64_t kMaxIndexBytes = 100ull << 20;  // model.safetensors.index.json
+
+using json = nlohmann::json;
+
+std::optional<DType> st_dtype(const std::string& s) {
+  static const std::pair<const char*, DType> names[] = {
+      {"F64", DType::f64},   {"F32", DType::f32},         {"F16", DType::f16},
+      {"BF16", DType::bf16}, {"F8_E4M3", DType::f8_e4m3}, {"F8_E5M2", DType::f8_e5m2},
+      {"I64", DType::i64},   {"I32", DType::i32},         {"I16", DType::i16},
+      {"I8", DType::i8},     {"U8", DType::u8},           {"BOOL", DType::boolean},
+  };
+  for (const auto& [n, t] : names)
+    if (s == n) return t;
+  return std::nullopt;
+}
+
+// Printable, bounded rendering of an untrusted name for messages.
+std::string shown(std::string_view s) {
+  std::string r;
+  for (char c : s.substr(0, 120)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      static const char hex[] = "0123456789abcdef";
+      r += "\\x";
+      r += hex[u >> 4];
+      r += hex[u & 15];
+    } else {
+      r += c;
+    }
+  }
+  if (s.size() > 120) r += "...";
+  return "\"" + r + "\"";
+}
+
+// Names (tensor names, index file names) must be safe to use as path components.
+const char* unsafe_name_reason(std::string_view n) {
+  if (n.empty()) return "empty name";
+  if (n.front() == '/') return "absolute name";
+  if (n.find("..") != std::string_view::npos) return "name contains \"..\"";
+  if (n.find('\0') != std::string_view::npos) return "name contains NUL";
+  if (n.find('\\') != std::string_view::npos) return "name contains a backslash";
+  return nullptr;
+}
+
+uint64_t le64(std::string_view b) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[static_cast<size_t>(i)]);
+  return v;
+}
+
+uint64_t get_u64(const json& v, const std::string& what) {
+  if (!v.is_number_unsigned()) {
+    if (v.is_number_integer() && v.get<int64_t>() >= 0)
+      return static_cast<uint64_t>(v.get<int64_t>());
+    throw ConfigError(what + ": expected a non-negative integer, got " +
+                      (v.is_number() ? v.dump() : std::string(v.type_name())));
+  }
+  return v.get<uint64_t>();
+}
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+void pread_all(int fd, char* buf, size_t n, uint64_t off, const std::string& path) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t r = ::pread(fd, buf + done, n - done, static_cast<off_t>(off + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw ConfigError(path + ": read failed: " + errno_text(errno));
+    }
+    if (r == 0) throw ConfigError(path + ": truncated safetensors file (unexpected end of file)");
+    done += static_cast<size_t>(r);
+  }
+}
+
+std::vector<SafetensorsEntry> read_header_file(const std::string& path) {
+  Fd f;
+  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (f.fd < 0) throw ConfigError(path + ": cannot open safetensors file: " + errno_text(errno));
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0) throw ConfigError(path + ": fstat: " + errno_text(errno));
+  if (!S_ISREG(st.st_mode)) throw ConfigError(path + ": not a regular file");
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size < 8)
+    throw ConfigError(path + ": truncated safetensors file (" + std::to_string(size) +
+                      " bytes, shorter than the 8-byte header length)");
+  std::string buf(8, '\0');
+  pread_all(f.fd, buf.data(), 8, 0, path);
+  const uint64_t n = le64(buf);
+  if (n > kMaxHeader || n > size - 8) {
+    // Let the parser produce the message; it needs only the 8 bytes to decide.
+    return parse_safetensors_header(buf, size, path);
+  }
+  buf.resize(8 + n);
+  pread_all(f.fd, buf.data() + 8, n, 8, path);
+  return parse_safetensors_header(buf, size, path);
+}
+
+bool ends_with(std::string_view s, std::string_view suf) {
+  return s.size() >= suf.size() && s.substr(s.size() - suf.size()) == suf;
+}
+
+std::string dir_of(const std::string& p) {
+  const auto slash = p.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return p.substr(0, slash);
+}
+
+// Layer index from "...layers.{i}." / "...h.{i}." / "...blocks.{i}." (first match).
+int infer_layer(const std::string& name) {
+  static const char* const keys[] = {"layers.", "h.", "blocks."};
+  for (const char* k : keys) {
+    const std::string key = k;
+    size_t pos = 0;
+    while ((pos = name.find(key, pos)) != std::string::npos) {
+      const bool boundary = pos == 0 || name[pos - 1] == '.' || name[pos - 1] == '/';
+      size_t q = pos + key.size();
+      size_t digits = 0;
+      uint64_t v = 0;
+      while (q < name.size() && name[q] >= '0' && name[q] <= '9' && digits < 9) {
+        v = v * 10 + static_cast<uint64_t>(name[q] - '0');
+        ++q;
+        ++digits;
+      }
+      if (boundary && digits > 0 && (q == name.size() || name[q] == '.'))
+        return static_cast<int>(v);
+      pos += key.size();
+    }
+  }
+  return -1;
+}
+
+// Does any dot-separated component of `name` equal one of `parts`?
+bool has_component(const std::string& name, std::initializer_list<std::string_view> parts) {
+  size_t start = 0;
+  while (start <= name.size()) {
+    size_t end = name.find('.', start);
+    if (end == std::string::npos) end = name.size();
+    const std::string_view c(name.data() + start, end - start);
+    for (auto p : parts)
+      if (c == p) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+bool contains_any(const std::string& name, std::initializer_list<std::string_view> parts) {
+  for (auto p : parts)
+    if (name.find(p) != std::string::npos) return true;
+  return false;
+}
+
+TensorDesc to_tensor(const SafetensorsEntry& e) {
+  TensorDesc t;
+  t.name = e.name;
+  t.shape = e.shape;
+  t.dtype = e.dtype;
+  t.layer = infer_layer(e.name);
+  const bool vocab = contains_any(e.name, {"embed", "lm_head", "wte"});
+  const bool is_weight = ends_with(e.name, ".weight") || e.shape.size() >= 2;
+  if (vocab && !contains_any(e.name, {"embed_positions", "wpe"})) {
+    t.tp_split_dim = 0;
+    t.tp_uneven_ok = true;
+  } else if (has_component(e.name, {"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj", "w1",
+                                    "w3", "c_fc", "query_key_value", "fc1"})) {
+    t.tp_split_dim = 0;  // column-parallel: weight and bias split on the output dim
+  } else if (has_component(e.name, {"o_proj", "down_proj", "w2", "dense", "c_proj", "fc2"})) {
+    t.tp_split_dim = is_weight && e.shape.size() >= 2 ? 1 : -1;  // row-parallel; bias replicated
+  } else {
+    t.tp_split_dim = -1;
+  }
+  if (t.tp_split_dim >= static_cast<int>(e.shape.size())) t.tp_split_dim = -1;
+  if (t.layer >= 0) {
+    t.placement = Placement::layer;
+  } else if (contains_any(e.name, {"lm_head", "norm", "ln_f"}) &&
+             !contains_any(e.name, {"embed"})) {
+    t.placement = Placement::last_stage;
+  } else {
+    t.placement = Placement::first_stage;
+  }
+  return t;
+}
+
+ModelDesc make_model(const std::string& path, std::vector<SafetensorsEntry> entries) {
+  ModelDesc m;
+  m.source = "safetensors:" + path;
+  auto slash = path.find_last_of('/', path.size() > 1 ? path.size() - 2 : std::string::npos);
+  m.name = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (!m.name.empty() && m.name.back() == '/') m.name.pop_back();
+  if (entries.empty()) throw ConfigError(path + ": no tensors found");
+  std::set<std::string> seen;
+  int max_layer = -1;
+  for (const auto& e : entries) {
+    if (!seen.insert(e.name).second)
+      throw ConfigError(path + ": tensor " + shown(e.name) + " appears in more than one file");
+    m.tensors.push_back(to_tensor(e));
+    max_layer = std::max(max_layer, m.tensors.back().layer);
+  }
+  // Pipeline order: first-stage tensors, layers ascending, last-stage tensors (stable).
+  auto rank = [](const TensorDesc& t) {
+    return t.placement == Placement::first_stage  ? -1
+           : t.placement == Placement::last_stage ? (1 << 30)
+                                                  : t.layer;
+  };
+  std::stable_sort(m.tensors.begin(), m.tensors.end(),
+                   [&](const TensorDesc& a, const TensorDesc& b) { return rank(a) < rank(b); });
+  m.num_layers = static_cast<uint64_t>(max_layer + 1);
+  return m;
+}
+
+std::string read_small_file(const std::string& path, uint64_t limit) {
+  Fd f;
+  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (f.fd < 0) throw ConfigError(path + ": cannot open: " + errno_text(errno));
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0) throw ConfigError(path + ": fstat: " + errno_text(errno));
+  if (!S_ISREG(st.st_mode)) throw ConfigError(path + ": not a regular file");
+  if (static_cast<uint64_t>(st.st_size) > limit)
+    throw ConfigError(path + ": larger than " + std::to_string(limit >> 20) + " MiB");
+  std::string s(static_cast<size_t>(st.st_size), '\0');
+  if (!s.empty()) pread_all(f.fd, s.data(), s.size(), 0, path);
+  return s;
+}
+
+ModelDesc import_index(const std::string& path) {
+  const std::string text = read_small_file(path, kMaxIndexBytes);
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw ConfigError(path + ": not valid JSON");
+  if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
+    throw ConfigError(path +
+                      ": expected an object with a \"weight_map\" object (tensor name -> "
+                      "file name)");
+  const std::string dir = dir_of(path);
+  std::map<std::string, std::set<std::string>> by_file;  // file -> tensor names it should hold
+  for (const auto& [name, file] : j["weight_map"].items()) {
+    if (!file.is_string())
+      throw ConfigError(path + ": weight_map[" + shown(name) + "]: expected a file name string");
+    const std::string f = file.get<std::string>();
+    if (const char* why = unsafe_name_reason(f); why || f.find('/') != std::string::npos)
+      throw ConfigError(path + ": weight_map[" + shown(name) + "]: file " + shown(f) +
+                        " must be a plain file name inside the index's directory (" +
+                        (why ? why : "contains '/'") + ")");
+    if (const char* why = unsafe_name_reason(name))
+      throw ConfigError(path + ": weight_map: tensor " + shown(name) + ": " + why);
+    by_file[f].insert(name);
+  }
+  if (by_file.empty()) throw ConfigError(path + ": weight_map is empty");
+  std::vector<SafetensorsEntry> all;
+  for (const auto& [f, names] : by_file) {
+    const std::string fp = dir + "/" + f;
+    auto entries = read_header_file(fp);
+    std::set<std::string> have;
+    for (const auto& e : entries) have.insert(e.name);
+    for (const auto& n : names)
+      if (!have.count(n))
+        throw ConfigError(path + ": weight_map says tensor " + shown(n) + " is in " + fp +
+                          ", but that file's header does not list it");
+    for (auto& e : entries)
+      if (names.count(e.name)) all.push_back(std::move(e));
+  }
+  return make_model(path, std::move(all));
+}
+
+ModelDesc import_dir(const std::string& path) {
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(path.c_str()), ::closedir);
+  if (!d) throw ConfigError(path + ": cannot open directory: " + errno_text(errno));
+  std::vector<std::string> files;
+  while (dirent* e = ::readdir(d.get())) {
+    const std::string n = e->d_name;
+    if (n.size() > 12 && ends_with(n, ".safetensors") && n[0] != '.') files.push_back(n);
+  }
+  if (files.empty()) throw ConfigError(path + ": directory holds no *.safetensors files");
+  std::sort(files.begin(), files.end());
+  std::vector<SafetensorsEntry> all;
+  for (const auto& f : files) {
+    auto entries = read_header_file(path + "/" + f);
+    for (auto& e : entries) all.push_back(std::move(e));
+  }
+  return make_model(path, std::move(all));
+}
+
+}  // namespace
+
+std::vector<SafetensorsEntry> parse_safetensors_header(std::string_view bytes, uint64_t file_size,
+                                                       const std::string& what) {
+  if (bytes.size() < 8 || file_size < 8)
+    throw ConfigError(what +
+                      ": truncated safetensors file (shorter than the 8-byte header length)");
+  const uint64_t n = le64(bytes);
+  if (n > kMaxHeader)
+    throw ConfigError(what + ": absurd safetensors header length " + std::to_string(n) +
+                      " bytes (limit 100 MiB)");
+  if (n > file_size - 8)
+    throw ConfigError(what + ": safetensors header length " + std::to_string(n) +
+                      " exceeds the file size " + std::to_string(file_size));
+  if (bytes.size() - 8 < n)
+    throw ConfigError(what + ": truncated safetensors header (" + std::to_string(bytes.size() - 8) +
+                      " of " + std::to_string(n) + " bytes)");
+  const uint64_t data_size = file_size - 8 - n;
+  const std::string_view text = bytes.substr(8, static_cast<size_t>(n));
+
+  json j;
+  try {
+    // The callback bounds nesting depth (a deeply nested document is not a header).
+    j = json::parse(text.begin(), text.end(), [&](int depth, json::parse_event_t, json&) {
+      if (depth > kMaxDepth) throw ConfigError(what + ": safetensors header nests too deeply");
+      return true;
+    });
+  } catch (const json::exception& e) {
+    throw ConfigError(what + ": safetensors header is not valid JSON (" + e.what() + ")");
+  }
+  if (!j.is_object())
+    throw ConfigError(what + ": safetensors header must be a JSON object, got " + j.type_name());
+  if (j.size() > kMaxEntries + 1)
+    throw ConfigError(what + ": safetensors header lists more than 10 million tensors");
+
+  std::vector<SafetensorsEntry> out;
+  out.reserve(j.size());
+  for (const auto& [name, v] : j.items()) {
+    if (name == "__metadata__") {
+      if (!v.is_object())
+        throw ConfigError(what + ": \"__metadata__\" must be an object, got " + v.type_name());
+      continue;
+    }
+    const std::string where = what + ": tensor " + shown(name);
+    if (const char* why = unsafe_name_reason(name))
+      throw ConfigError(where + ": unsafe name (" + why + ")");
+    if (!v.is_object())
+      throw ConfigError(where + ": entry must be an object, got " + v.type_name());
+    const auto dt = v.find("dtype");
+    const auto sh = v.find("shape");
+    const auto off = v.find("data_offsets");
+    if (dt == v.end() || sh == v.end() || off == v.end())
+      throw ConfigError(where + ": entry needs \"dtype\", \"shape\" and \"data_offsets\"");
+    SafetensorsEntry e;
+    e.name = name;
+    if (!dt->is_string()) throw ConfigError(where + ": dtype must be a string");
+    const auto t = st_dtype(dt->get<std::string>());
+    if (!t)
+      throw ConfigError(where + ": unknown dtype " + shown(dt->get<std::string>()) +
+                        " (allowed: F64, F32, F16, BF16, F8_E4M3, F8_E5M2, I64, I32, I16, I8, U8, "
+                        "BOOL)");
+    e.dtype = *t;
+    if (!sh->is_array() || sh->size() > 16)
+      throw ConfigError(where + ": shape must be an array of at most 16 dimensions");
+    uint64_t numel = 1;
+    for (const auto& d : *sh) {
+      const uint64_t x = get_u64(d, where + ": shape");
+      e.shape.push_back(x);
+      if (__builtin_mul_overflow(numel, x, &numel))
+        throw ConfigError(where + ": shape element count overflows");
+    }
+    if (!off->is_array() || off->size() != 2)
+      throw ConfigError(where + ": data_offsets must be [begin, end]");
+    e.begin = get_u64((*off)[0], where + ": data_offsets[0]");
+    e.end = get_u64((*off)[1], where + ": data_offsets[1]");
+    if (e.end < e.begin)
+      throw ConfigError(where + ": data_offsets end " + std::to_string(e.end) + " < begin " +
+                        std::to_string(e.begin));
+    if (e.end > data_size)
+      throw ConfigError(where + ": data_offsets [" + std::to_string(e.begin) + ", " +
+                        std::to_string(e.end) + ") out of range of the " +
+                        std::to_string(data_size) + "-byte data section");
+    uint64_t nbytes = 0;
+    if (__builtin_mul_overflow(numel, dtype_size(e.dtype), &nbytes))
+      throw ConfigError(where + ": shape x dtype size overflows 64 bits");
+    if (nbytes != e.end - e.begin)
+      throw ConfigError(where + ": data_offsets span " + std::to_string(e.end - e.begin) +
+                        " bytes but shape x dtype needs " + std::to_string(nbytes));
+    out.push_back(std::move(e));
+  }
+  std::sort(out.begin(), out.end(), [](const SafetensorsEntry& a, const SafetensorsEntry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  uint64_t max_end = 0;
+  const SafetensorsEntry* holder = nullptr;
+  for (const auto& e : out) {
+    if (e.end == e.begin) continue;  // empty tensors occupy no bytes
+    if (e.begin < max_end)
+      throw ConfigError(what + ": tensors " + shown(holder->name) + " and " + shown(e.name) +
+                        " overlap in the data section");
+    max_end = e.end;
+    holder = &e;
+  }
+  return out;
+}
+
+ModelDesc import_safetensors(const std::string& path) {
+  if (path.empty()) throw ConfigError("model.safetensors: empty path");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw ConfigError(path + ": cannot access safetensors input: " + errno_text(errno));
+  if (S_ISDIR(st.st_mode)) return import_dir(path);
+  if (ends_with(path, ".json")) return import_index(path);
+  return make_model(path, read_header_file(path));
+}
+
+}  // namespace ckpt
