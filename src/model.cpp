@@ -209,10 +209,11 @@ const std::vector<ZooEntry>& model_zoo() {
                  gpt3_175b()});
     z.push_back({"mixtral-8x7b", "Mixtral-8x7B-like MoE, 8 experts, GQA 32/8 (46.7 B params)",
                  moe(llama(4096, 32, 14336, 32, 8, 32000), 8)});
-    z.push_back({"tiny", "tiny test model: h 256, 4 layers (3.5 M params)",
+    z.push_back({"tiny", "tiny test model: h 256, 4 layers, ffn 688, 8/8 heads (3.7 M params)",
                  llama(256, 4, 688, 8, 8, 1024)});
-    z.push_back({"tiny-moe", "tiny MoE test model: h 256, 4 layers, 4 experts (7.9 M params)",
-                 moe(llama(256, 4, 512, 8, 8, 1024), 4)});
+    z.push_back({"tiny-moe",
+                 "tiny MoE test model: h 128, 4 layers, 4 experts of ffn 256 (2.1 M params)",
+                 moe(llama(128, 4, 256, 8, 8, 1024), 4)});
     return z;
   }();
   return zoo;
