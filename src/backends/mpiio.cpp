@@ -1,18 +1,526 @@
-// Placeholder until the backend lands: registered, but reports itself unavailable.
+// MPI-IO backend: MPI_File_open on the file's communicator (MPI_COMM_SELF for a private file, the
+// file's writers for a shared one), then independent (MPI_File_write_at / read_at, or the
+// nonblocking iwrite_at / iread_at with queue_depth > 1) or collective (*_at_all) transfers,
+// MPI_File_sync per the sync policy, MPI_File_close. Hints come from the "mpiio" config section.
+#include "ckptbench/backends/mpiio.hpp"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+
 #include "ckptbench/backend.hpp"
 #include "ckptbench/error.hpp"
+#include "ckptbench/jsonread.hpp"
 
 namespace ckpt {
+namespace mpiio {
+
+std::string error_text(int err) {
+  char buf[MPI_MAX_ERROR_STRING + 1] = {};
+  int len = 0;
+  if (MPI_Error_string(err, buf, &len) != MPI_SUCCESS) return "MPI error " + std::to_string(err);
+  int cls = 0;
+  std::string s(buf, static_cast<size_t>(std::max(len, 0)));
+  if (MPI_Error_class(err, &cls) == MPI_SUCCESS)
+    s += " (MPI error class " + std::to_string(cls) + ")";
+  return s;
+}
+
+void throw_mpi(const std::string& what, int err) { throw IoError(what + ": " + error_text(err)); }
+
+std::string direct_unsupported_reason() {
+  return "O_DIRECT is not available through MPI-IO here: Open MPI 4.1's default io component "
+         "OMPIO (fs/ufs) opens files without O_DIRECT and has no hint to ask for it, and its "
+         "ROMIO 3.2.1 honours direct_read/direct_write only in the XFS driver (ad_xfs), which "
+         "this build does not use; use backend \"posix\" or \"io_uring\" for O_DIRECT, or set "
+         "'direct': false (restore then defeats the page cache with the 'cache' setting)";
+}
+
+std::vector<std::pair<std::string, std::string>> parse_hints(const nlohmann::json* hints,
+                                                             const std::string& path,
+                                                             const PointConfig& cfg) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (hints) {
+    if (!hints->is_object())
+      throw ConfigError("'" + path +
+                        "': expected an object of MPI-IO hints ({\"cb_nodes\": 2, "
+                        "\"romio_cb_write\": \"enable\"}), got " +
+                        json_type_name(*hints));
+    for (auto it = hints->begin(); it != hints->end(); ++it) {
+      const std::string key = path + "." + it.key();
+      if (it.key().empty() || it.key().size() >= static_cast<size_t>(MPI_MAX_INFO_KEY))
+        throw ConfigError("'" + key + "': hint names must be 1.." +
+                          std::to_string(MPI_MAX_INFO_KEY - 1) + " characters (MPI_MAX_INFO_KEY)");
+      const auto& v = it.value();
+      std::string val;
+      if (v.is_string())
+        val = v.get<std::string>();
+      else if (v.is_number_unsigned())
+        val = std::to_string(v.get<uint64_t>());
+      else if (v.is_number_integer())
+        val = std::to_string(v.get<int64_t>());
+      else
+        throw ConfigError("'" + key +
+                          "': expected a string or an integer (MPI_Info values are "
+                          "strings; switches such as romio_cb_write take \"enable\", \"disable\" "
+                          "or \"automatic\"), got " +
+                          json_type_name(v) + " " + v.dump());
+      if (val.empty() || val.size() >= static_cast<size_t>(MPI_MAX_INFO_VAL))
+        throw ConfigError("'" + key + "': hint values must be 1.." +
+                          std::to_string(MPI_MAX_INFO_VAL - 1) + " characters (MPI_MAX_INFO_VAL)");
+      out.emplace_back(it.key(), val);
+    }
+  }
+  auto has = [&](const std::string& k) {
+    return std::any_of(out.begin(), out.end(), [&](const auto& kv) { return kv.first == k; });
+  };
+  if (cfg.stripe_count > 0 && !has("striping_factor"))
+    out.emplace_back("striping_factor", std::to_string(cfg.stripe_count));
+  if (cfg.stripe_size > 0 && !has("striping_unit"))
+    out.emplace_back("striping_unit", std::to_string(cfg.stripe_size));
+  return out;
+}
+
+Options parse_options(const PointConfig& cfg) {
+  ObjectReader r(cfg.backend_options, "mpiio");
+  Options o;
+  o.collective = r.choice("mode", "independent", {"independent", "collective"}) == "collective";
+  o.hints = parse_hints(r.raw("hints"), "mpiio.hints", cfg);
+  if (r.boolean("direct", false))
+    throw ConfigError("'mpiio.direct': true is not supported: " + direct_unsupported_reason());
+  r.finish();
+  return o;
+}
+
+Info::Info(const std::vector<std::pair<std::string, std::string>>& hints) {
+  if (hints.empty()) return;
+  MPI_Info_create(&info_);
+  for (const auto& [k, v] : hints) MPI_Info_set(info_, k.c_str(), v.c_str());
+}
+
+Info::~Info() {
+  if (info_ != MPI_INFO_NULL) MPI_Info_free(&info_);
+}
+
+nlohmann::json info_to_json(MPI_Info info) {
+  nlohmann::json j = nlohmann::json::object();
+  if (info == MPI_INFO_NULL) return j;
+  int n = 0;
+  MPI_Info_get_nkeys(info, &n);
+  for (int i = 0; i < n; i++) {
+    char key[MPI_MAX_INFO_KEY + 1] = {};
+    MPI_Info_get_nthkey(info, i, key);
+    int len = 0, flag = 0;
+    MPI_Info_get_valuelen(info, key, &len, &flag);
+    if (!flag) continue;
+    std::string val(static_cast<size_t>(len) + 1, '\0');
+    MPI_Info_get(info, key, len + 1, val.data(), &flag);
+    val.resize(static_cast<size_t>(len));
+    j[key] = val;
+  }
+  return j;
+}
+
+nlohmann::json file_hints(MPI_File fh) {
+  MPI_Info info = MPI_INFO_NULL;
+  if (MPI_File_get_info(fh, &info) != MPI_SUCCESS) return nlohmann::json::object();
+  nlohmann::json j = info_to_json(info);
+  if (info != MPI_INFO_NULL) MPI_Info_free(&info);
+  return j;
+}
+
+FileComms::~FileComms() {
+  for (auto& [w, c] : cache_)
+    if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
+}
+
+FileComms::FileComms(MPI_Comm comm, int io_rank) : comm_(comm) {
+  MPI_Comm_rank(comm, &me_);
+  MPI_Comm_size(comm, &size_);
+  shift_ = ((me_ - io_rank) % size_ + size_) % size_;
+}
+
+MPI_Comm FileComms::get(const FileSpec& f) {
+  if (!f.shared || f.writers.size() <= 1) return MPI_COMM_SELF;
+  std::vector<int> members;
+  members.reserve(f.writers.size());
+  for (int w : f.writers) members.push_back((w + shift_) % size_);
+  std::sort(members.begin(), members.end());
+  if (!std::binary_search(members.begin(), members.end(), me_))
+    throw IoError("file '" + f.path + "' is shared, but its writers do not include rank " +
+                  std::to_string(me_) + " (plan inconsistency)");
+  auto it = cache_.find(members);
+  if (it != cache_.end()) return it->second;
+  MPI_Group world = MPI_GROUP_NULL, group = MPI_GROUP_NULL;
+  MPI_Comm_group(comm_, &world);
+  int rc = MPI_Group_incl(world, static_cast<int>(members.size()), members.data(), &group);
+  MPI_Group_free(&world);
+  if (rc != MPI_SUCCESS) throw_mpi("MPI_Group_incl for the writers of '" + f.path + "'", rc);
+  MPI_Comm c = MPI_COMM_NULL;
+  // The tag only has to tell apart concurrent creations by the same ranks; creations are
+  // sequential per rank, so a constant is enough.
+  rc = MPI_Comm_create_group(comm_, group, 0x6b70, &c);
+  MPI_Group_free(&group);
+  if (rc != MPI_SUCCESS) throw_mpi("MPI_Comm_create_group for the writers of '" + f.path + "'", rc);
+  cache_.emplace(members, c);
+  return c;
+}
+
+std::vector<const FileSpec*> files_in_order(const std::vector<FileSpec>& files) {
+  std::vector<const FileSpec*> v;
+  v.reserve(files.size());
+  for (const auto& f : files) v.push_back(&f);
+  std::stable_sort(v.begin(), v.end(),
+                   [](const FileSpec* a, const FileSpec* b) { return a->id < b->id; });
+  return v;
+}
+
+std::string library_version() {
+  char buf[MPI_MAX_LIBRARY_VERSION_STRING + 1] = {};
+  int len = 0;
+  MPI_Get_library_version(buf, &len);
+  std::string s(buf, static_cast<size_t>(std::max(len, 0)));
+  auto nl = s.find_first_of("\n,");
+  if (nl != std::string::npos) s.resize(nl);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\0')) s.pop_back();
+  return s;
+}
+
+}  // namespace mpiio
+
+namespace {
+
+using mpiio::throw_mpi;
+
+size_t fd_budget() {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 256;
+  return rl.rlim_cur > 128 ? static_cast<size_t>(rl.rlim_cur - 64) : 64;
+}
+
+std::string where(const std::string& path, uint64_t off, uint64_t len) {
+  return "'" + path + "' offset " + std::to_string(off) + " length " + std::to_string(len);
+}
+
+class MpiioBackend final : public Backend {
+ public:
+  explicit MpiioBackend(const PointConfig& cfg) : cfg_(cfg), opt_(mpiio::parse_options(cfg)) {}
+
+  void run(PhaseContext& ctx) override {
+    save_ = ctx.phase == Phase::save;
+    depth_ = std::max<size_t>(
+        1, std::min<size_t>(static_cast<size_t>(cfg_.queue_depth), ctx.pool->count()));
+    if (opt_.collective) depth_ = 1;
+    mpiio::Info info(opt_.hints);
+    mpiio::FileComms comms(ctx.comm, ctx.io->rank);
+    const bool end_sync = save_ && cfg_.sync == SyncPolicy::end;
+    const size_t budget = fd_budget();
+    size_t private_kept = 0;
+    bool overflow = false;
+    std::vector<Open> kept;
+    for (const FileSpec* f : mpiio::files_in_order(ctx.io->files)) {
+      Open o = open_file(ctx, comms, info, *f);
+      transfer_file(ctx, o);
+      if (save_ && cfg_.sync == SyncPolicy::file) sync_file(ctx, o);
+      if (end_sync) {
+        // Shared files stay open until the end on every writer (their sync is collective);
+        // private ones while they fit the descriptor budget, past it one syncfs at the end.
+        if (f->shared || private_kept < budget) {
+          if (!f->shared) private_kept++;
+          kept.push_back(o);
+          continue;
+        }
+        overflow = true;
+      }
+      close_file(ctx, o);
+    }
+    for (auto& o : kept) sync_file(ctx, o);
+    for (auto& o : kept) close_file(ctx, o);
+    if (overflow) syncfs_dir(ctx);
+    end_sync_method_ =
+        overflow ? "MPI_File_sync, then syncfs past the descriptor budget" : "MPI_File_sync";
+  }
+
+  nlohmann::json describe() const override {
+    nlohmann::json j;
+    j["mode"] = opt_.collective ? "collective" : "independent";
+    j["api"] = opt_.collective ? "MPI_File_write_at_all / MPI_File_read_at_all"
+               : depth_ > 1    ? "MPI_File_iwrite_at / MPI_File_iread_at (FIFO completion)"
+                               : "MPI_File_write_at / MPI_File_read_at";
+    j["transfers_in_flight"] = depth_;
+    j["library"] = mpiio::library_version();
+    const char* io = std::getenv("OMPI_MCA_io");
+    j["io_component"] = io ? std::string(io) : std::string("library default");
+    nlohmann::json req = nlohmann::json::object();
+    for (const auto& [k, v] : opt_.hints) req[k] = v;
+    j["hints_requested"] = req;
+    j["hints_effective"] = hints_effective_;
+    j["shared_file_comm"] = "MPI_Comm_create_group over the file's writers";
+    j["preallocate"] =
+        cfg_.preallocate ? "posix_fallocate by the creating rank, before MPI_File_open" : "off";
+    j["o_direct"] = false;
+    j["end_sync_method"] = end_sync_method_;
+    j["collective_empty_calls"] = empty_calls_;
+    return j;
+  }
+
+ private:
+  struct Open {
+    const FileSpec* f = nullptr;
+    MPI_File fh = MPI_FILE_NULL;
+    MPI_Comm comm = MPI_COMM_SELF;
+    std::string path;
+  };
+
+  PointConfig cfg_;
+  mpiio::Options opt_;
+  bool save_ = true;
+  size_t depth_ = 1;
+  nlohmann::json hints_effective_ = nlohmann::json::object();
+  std::string end_sync_method_ = "MPI_File_sync";
+  uint64_t empty_calls_ = 0;
+
+  Open open_file(PhaseContext& ctx, mpiio::FileComms& comms, const mpiio::Info& info,
+                 const FileSpec& f) {
+    Open o;
+    o.f = &f;
+    o.path = ctx.dir + "/" + f.path;
+    o.comm = comms.get(f);
+    auto t = ctx.rec->time(Step::open);
+    if (save_ && f.create) {
+      // Create and truncate (a repetition rewrites the file) and preallocate like the posix
+      // backend, so the two compare on the same allocation; MPI_File_preallocate would write
+      // the whole file on ext4 (ROMIO and OMPIO emulate it with writes).
+      int fd = ::open(o.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd < 0) throw_errno("create '" + o.path + "'", errno);
+      if (cfg_.preallocate && f.size > 0) {
+        int rc = posix_fallocate(fd, 0, static_cast<off_t>(f.size));
+        if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
+          ::close(fd);
+          throw_errno("fallocate " + std::to_string(f.size) + " bytes for '" + o.path + "'", rc);
+        }
+      }
+      ::close(fd);
+      ctx.rec->metadata();
+    }
+    // The creator's truncate must precede every writer's open of a shared file.
+    if (save_ && o.comm != MPI_COMM_SELF) MPI_Barrier(o.comm);
+    int amode = save_ ? (MPI_MODE_WRONLY | MPI_MODE_CREATE) : MPI_MODE_RDONLY;
+    int rc = MPI_File_open(o.comm, o.path.c_str(), amode, info.get(), &o.fh);
+    if (rc != MPI_SUCCESS)
+      throw_mpi(std::string("MPI_File_open '") + o.path + "' (" +
+                    (save_ ? "write, create" : "read") + ")",
+                rc);
+    ctx.rec->metadata();
+    if (hints_effective_.empty()) hints_effective_ = mpiio::file_hints(o.fh);
+    if (!save_) {
+      MPI_Offset size = 0;
+      rc = MPI_File_get_size(o.fh, &size);
+      if (rc != MPI_SUCCESS) throw_mpi("MPI_File_get_size '" + o.path + "'", rc);
+      uint64_t need = 0;
+      for (const auto& e : f.extents) need = std::max(need, e.offset + e.length);
+      if (static_cast<uint64_t>(size) < need)
+        throw IoError("file '" + o.path + "' is " + std::to_string(size) +
+                      " bytes, the plan needs " + std::to_string(need) +
+                      " (truncated or written by a different plan)");
+    }
+    return o;
+  }
+
+  void check(const Open& o, int rc, MPI_Status& st, const char* call, uint64_t off, uint64_t len) {
+    if (rc != MPI_SUCCESS) throw_mpi(std::string(call) + " " + where(o.path, off, len), rc);
+    int n = 0;
+    MPI_Get_count(&st, MPI_BYTE, &n);
+    if (n < 0 || static_cast<uint64_t>(n) != len)
+      throw IoError(std::string(call) + " " + where(o.path, off, len) + ": transferred " +
+                    std::to_string(n) + " bytes" +
+                    (save_ ? std::string(" (short write)")
+                           : std::string(" (unexpected end of file; truncated?)")));
+  }
+
+  void transfer_file(PhaseContext& ctx, Open& o) {
+    double t0 = now_s();
+    if (opt_.collective)
+      collective(ctx, o);
+    else if (depth_ > 1)
+      nonblocking(ctx, o);
+    else
+      blocking(ctx, o);
+    ctx.rec->add_time(Step::io, now_s() - t0);
+  }
+
+  void blocking(PhaseContext& ctx, Open& o) {
+    Buffer& buf = ctx.pool->at(0);
+    const FileSpec& f = *o.f;
+    for (const auto& e : f.extents)
+      for_each_op(e, cfg_.block_size, [&](uint64_t pos, uint64_t len) {
+        const uint64_t off = e.offset + pos;
+        MPI_Status st;
+        if (save_) ctx.data->produce(f, e, pos, buf, len);
+        uint64_t t = now_ns();
+        int rc = save_ ? MPI_File_write_at(o.fh, static_cast<MPI_Offset>(off), buf.data,
+                                           static_cast<int>(len), MPI_BYTE, &st)
+                       : MPI_File_read_at(o.fh, static_cast<MPI_Offset>(off), buf.data,
+                                          static_cast<int>(len), MPI_BYTE, &st);
+        check(o, rc, st, save_ ? "MPI_File_write_at" : "MPI_File_read_at", off, len);
+        ctx.rec->op(len, now_ns() - t);
+        if (!save_) ctx.data->consume(f, e, pos, buf, len);
+      });
+  }
+
+  // Up to depth_ requests in flight, completed in submission order (reads are consumed in file
+  // order, as the data path requires). Slot i always uses pool buffer i.
+  void nonblocking(PhaseContext& ctx, Open& o) {
+    struct Pending {
+      MPI_Request req = MPI_REQUEST_NULL;
+      const Extent* e = nullptr;
+      uint64_t pos = 0, len = 0, t0 = 0;
+    };
+    const FileSpec& f = *o.f;
+    std::vector<Pending> ring(depth_);
+    size_t head = 0, n = 0;
+    auto drain = [&]() noexcept {
+      for (; n > 0; n--, head = (head + 1) % depth_) MPI_Wait(&ring[head].req, MPI_STATUS_IGNORE);
+    };
+    auto complete_oldest = [&] {
+      Pending& p = ring[head];
+      const size_t slot = head;
+      MPI_Status st;
+      int rc = MPI_Wait(&p.req, &st);
+      head = (head + 1) % depth_;
+      n--;
+      try {
+        check(o, rc, st, save_ ? "MPI_File_iwrite_at" : "MPI_File_iread_at", p.e->offset + p.pos,
+              p.len);
+      } catch (...) {
+        drain();
+        throw;
+      }
+      ctx.rec->op(p.len, now_ns() - p.t0);
+      if (!save_) ctx.data->consume(f, *p.e, p.pos, ctx.pool->at(slot), p.len);
+    };
+    try {
+      for (const auto& e : f.extents)
+        for_each_op(e, cfg_.block_size, [&](uint64_t pos, uint64_t len) {
+          if (n == depth_) complete_oldest();
+          const size_t slot = (head + n) % depth_;
+          Buffer& buf = ctx.pool->at(slot);
+          if (save_) ctx.data->produce(f, e, pos, buf, len);
+          const uint64_t off = e.offset + pos;
+          Pending& p = ring[slot];
+          p.e = &e;
+          p.pos = pos;
+          p.len = len;
+          p.t0 = now_ns();
+          int rc = save_ ? MPI_File_iwrite_at(o.fh, static_cast<MPI_Offset>(off), buf.data,
+                                              static_cast<int>(len), MPI_BYTE, &p.req)
+                         : MPI_File_iread_at(o.fh, static_cast<MPI_Offset>(off), buf.data,
+                                             static_cast<int>(len), MPI_BYTE, &p.req);
+          if (rc != MPI_SUCCESS)
+            throw_mpi(std::string(save_ ? "MPI_File_iwrite_at " : "MPI_File_iread_at ") +
+                          where(o.path, off, len),
+                      rc);
+          n++;
+        });
+      while (n > 0) complete_oldest();
+    } catch (...) {
+      drain();
+      throw;
+    }
+  }
+
+  // Every rank of the file's communicator makes the same number of *_at_all calls: the most any
+  // of them needs; a rank with nothing left joins with a zero-length transfer.
+  void collective(PhaseContext& ctx, Open& o) {
+    const FileSpec& f = *o.f;
+    uint64_t mine = 0;
+    for (const auto& e : f.extents) mine += (e.padded + cfg_.block_size - 1) / cfg_.block_size;
+    uint64_t calls = mine;
+    if (o.comm != MPI_COMM_SELF) MPI_Allreduce(&mine, &calls, 1, MPI_UINT64_T, MPI_MAX, o.comm);
+    Buffer& buf = ctx.pool->at(0);
+    const char* call = save_ ? "MPI_File_write_at_all" : "MPI_File_read_at_all";
+    for (const auto& e : f.extents)
+      for_each_op(e, cfg_.block_size, [&](uint64_t pos, uint64_t len) {
+        const uint64_t off = e.offset + pos;
+        MPI_Status st;
+        if (save_) ctx.data->produce(f, e, pos, buf, len);
+        uint64_t t = now_ns();
+        int rc = save_ ? MPI_File_write_at_all(o.fh, static_cast<MPI_Offset>(off), buf.data,
+                                               static_cast<int>(len), MPI_BYTE, &st)
+                       : MPI_File_read_at_all(o.fh, static_cast<MPI_Offset>(off), buf.data,
+                                              static_cast<int>(len), MPI_BYTE, &st);
+        check(o, rc, st, call, off, len);
+        ctx.rec->op(len, now_ns() - t);
+        if (!save_) ctx.data->consume(f, e, pos, buf, len);
+      });
+    for (uint64_t i = mine; i < calls; i++) {
+      MPI_Status st;
+      int rc = save_ ? MPI_File_write_at_all(o.fh, 0, buf.data, 0, MPI_BYTE, &st)
+                     : MPI_File_read_at_all(o.fh, 0, buf.data, 0, MPI_BYTE, &st);
+      if (rc != MPI_SUCCESS)
+        throw_mpi(std::string(call) + " (empty, joining the others) '" + o.path + "'", rc);
+      empty_calls_++;
+    }
+  }
+
+  void sync_file(PhaseContext& ctx, Open& o) {
+    auto t = ctx.rec->time(Step::sync);
+    int rc = MPI_File_sync(o.fh);
+    if (rc != MPI_SUCCESS) throw_mpi("MPI_File_sync '" + o.path + "'", rc);
+    ctx.rec->sync_op();
+  }
+
+  void close_file(PhaseContext& ctx, Open& o) {
+    auto t = ctx.rec->time(Step::close);
+    int rc = MPI_File_close(&o.fh);
+    if (rc != MPI_SUCCESS) throw_mpi("MPI_File_close '" + o.path + "'", rc);
+    ctx.rec->metadata();
+    ctx.rec->file_done();
+  }
+
+  void syncfs_dir(PhaseContext& ctx) {
+    auto t = ctx.rec->time(Step::sync);
+    int dfd = ::open(ctx.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) throw_errno("open '" + ctx.dir + "' for syncfs", errno);
+    int rc = ::syncfs(dfd);
+    int err = errno;
+    ::close(dfd);
+    if (rc != 0) throw_errno("syncfs '" + ctx.dir + "'", err);
+    ctx.rec->sync_op();
+  }
+};
+
+}  // namespace
 
 BackendFactory mpiio_backend() {
   BackendFactory f;
   f.name = "mpiio";
-  f.description = "mpiio backend (not built yet)";
-  f.probe = [] { return std::string("not implemented in this build"); };
-  f.validate = [](const PointConfig&) {
-    throw ConfigError("backend 'mpiio' is not implemented in this build; use backend 'posix'");
+  f.description =
+      "MPI-IO: independent (write_at/read_at) or collective (*_at_all) transfers, hints";
+  f.probe = [] { return std::string(); };
+  f.option_keys = {"mode", "hints", "direct"};
+  f.validate = [](const PointConfig& p) {
+    mpiio::Options o = mpiio::parse_options(p);
+    if (p.direct)
+      throw ConfigError("'direct': true is not supported by backend \"mpiio\": " +
+                        mpiio::direct_unsupported_reason());
+    if (p.block_size > mpiio::kMaxTransfer)
+      throw ConfigError("'block_size': " + std::to_string(p.block_size) +
+                        " is too large for backend \"mpiio\" (MPI counts are int; allowed: up to "
+                        "1 GiB per transfer)");
+    if (o.collective && p.queue_depth > 1)
+      throw ConfigError("'queue_depth': " + std::to_string(p.queue_depth) +
+                        " does not apply to \"mpiio\" mode \"collective\" (one blocking *_at_all "
+                        "call at a time, every rank joining); use queue_depth 1, or mode "
+                        "\"independent\" for nonblocking MPI_File_iwrite_at/iread_at");
   };
-  f.create = [](const PointConfig&) -> std::unique_ptr<Backend> { return nullptr; };
+  f.create = [](const PointConfig& p) -> std::unique_ptr<Backend> {
+    return std::make_unique<MpiioBackend>(p);
+  };
   return f;
 }
 
