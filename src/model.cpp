@@ -506,6 +506,10 @@ ModelConfig parse_model_config(const nlohmann::json& v, const std::string& path)
       throw ConfigError(path +
                         ": dimension keys cannot be combined with \"safetensors\" (the "
                         "layout comes from the file headers)");
+    if (r.has("dtype"))
+      throw ConfigError(path +
+                        ".dtype: cannot be combined with \"safetensors\" (imported weights "
+                        "keep each tensor's own dtype from the file headers)");
     if (st->empty()) throw ConfigError(path + ".safetensors: empty path");
     if (m.sizing == "dlio")
       throw ConfigError(path +
@@ -557,7 +561,7 @@ nlohmann::json model_config_to_json(const ModelConfig& m) {
     j["layernorm"] = d.layernorm;
     j["attn_bias"] = d.attn_bias;
   }
-  j["dtype"] = dtype_name(m.state.weight_dtype);
+  if (m.preset != "safetensors") j["dtype"] = dtype_name(m.state.weight_dtype);
   j["master_dtype"] = dtype_name(m.state.master_dtype);
   j["optim_dtype"] = dtype_name(m.state.optim_dtype);
   j["optimizer"] = optimizer_name(m.state.optimizer);

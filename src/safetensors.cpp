@@ -22,6 +22,7 @@ namespace {
 constexpr uint64_t kMaxHeader = 100ull << 20;  // 100 MiB
 constexpr size_t kMaxEntries = 10'000'000;
 constexpr int kMaxDepth = 16;                      // legit headers nest 3 deep
+constexpr uint64_t kMaxValues = 4'000'000;         // JSON values (~8 per tensor: ~500,000 tensors)
 constexpr uint64_t kMaxIndexBytes = 100ull << 20;  // model.safetensors.index.json
 
 using json = nlohmann::json;
@@ -332,8 +333,15 @@ std::vector<SafetensorsEntry> parse_safetensors_header(std::string_view bytes, u
   json j;
   try {
     // The callback bounds nesting depth (a deeply nested document is not a header).
+    // The callback bounds nesting depth and the number of values, so a hostile header can
+    // neither exhaust the stack nor build a DOM many times its size.
+    uint64_t values = 0;
     j = json::parse(text.begin(), text.end(), [&](int depth, json::parse_event_t, json&) {
       if (depth > kMaxDepth) throw ConfigError(what + ": safetensors header nests too deeply");
+      if (++values > kMaxValues)
+        throw ConfigError(
+            what +
+            ": safetensors header holds more than 4 million JSON values (about 500,000 tensors)");
       return true;
     });
   } catch (const json::exception& e) {

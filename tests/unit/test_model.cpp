@@ -250,6 +250,11 @@ TEST(ModelConfig, Errors) {
   expect_config_error([] { parse_model_config(json{{"hidden", 64}}); }, "model.name");
   expect_config_error(
       [] {
+        parse_model_config(json{{"safetensors", "/x"}, {"dtype", "f16"}});
+      },
+      "model.dtype");
+  expect_config_error(
+      [] {
         parse_model_config(json{{"name", "tiny"}, {"sizing", "fast"}});
       },
       "model.sizing");

@@ -136,6 +136,8 @@ TEST_F(SafetensorsTest, ImportsOneFile) {
   // Through the config path, and sharded over TP2 x PP2.
   const ModelConfig c = parse_model_config(json{{"safetensors", p}});
   EXPECT_EQ(c.preset, "safetensors");
+  EXPECT_EQ(model_config_to_json(parse_model_config(model_config_to_json(c))),
+            model_config_to_json(c));
   const ModelDesc m2 = build_model(c);
   EXPECT_EQ(m2.tensors.size(), 9u);
   const Parallelism par = resolve_parallelism(Parallelism{2, 2, 0, 1}, 8, m2);
@@ -268,6 +270,12 @@ TEST_F(SafetensorsTest, MalformedFiles) {
   expect_config_error(
       [&] { import_safetensors(write_raw("j6.safetensors", header_bytes(deep), 0)); },
       "nests too deeply");
+  // A header of many tiny values is refused before its DOM grows far beyond the text.
+  std::string many = "{\"a\":[";
+  for (int i = 0; i < 4'100'000; ++i) many += "0,";
+  many += "0]}";
+  expect_config_error(
+      [&] { import_safetensors(write_raw("j7.safetensors", header_bytes(many), 0)); }, "4 million");
   // Unknown dtype, bad shape.
   expect_config_error(
       [&] {

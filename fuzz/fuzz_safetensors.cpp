@@ -1,0 +1,32 @@
+// libFuzzer target for the safetensors header parser (fuzz/build.sh builds and runs it).
+// The input is a whole file: 8-byte little-endian header length, JSON header, data section.
+// Any exception other than ConfigError, any crash or sanitizer report is a bug.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "ckptbench/error.hpp"
+#include "ckptbench/safetensors.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  try {
+    const auto entries = ckpt::parse_safetensors_header(bytes, size, "fuzz");
+    // Accepted headers must satisfy the documented guarantees.
+    const uint64_t n = size >= 8 ? *reinterpret_cast<const uint64_t*>(data) : 0;
+    const uint64_t data_size = size - 8 - n;
+    uint64_t prev_end = 0;
+    for (const auto& e : entries) {
+      if (e.name.empty() || e.name[0] == '/' || e.name.find("..") != std::string::npos ||
+          e.begin > e.end || e.end > data_size)
+        __builtin_trap();
+      if (e.end > e.begin) {
+        if (e.begin < prev_end) __builtin_trap();
+        prev_end = e.end;
+      }
+    }
+  } catch (const ckpt::ConfigError&) {
+    // Rejected input: the expected outcome for most inputs.
+  }
+  return 0;
+}
