@@ -38,6 +38,7 @@ struct PhaseContext {
   Phase phase = Phase::save;
   const PointConfig* cfg = nullptr;
   const IoPlan* plan = nullptr;
+  const ModelDesc* model = nullptr;  // tensor names/shapes (for backends that name datasets)
   const RankIo* io = nullptr;    // this rank's files and extents
   std::string dir;               // absolute point directory (exists; subdirectories created)
   MPI_Comm comm = MPI_COMM_NULL; // every rank of the run (collective backends may split it)
@@ -46,9 +47,8 @@ struct PhaseContext {
   PhaseRecorder* rec = nullptr;
   uint64_t align = 4096;         // direct-I/O alignment in force
   bool verify = false;
-  // Cache defeat requested for the *following* restore: drop this rank's written pages
-  // (posix_fadvise DONTNEED after sync) before closing, when true.
-  bool fadvise_dontneed = false;
+  // Cache defeat before a restore (fadvise, drop-caches) is done by run.cpp outside the timed
+  // phase; backends only honour cfg->direct.
 };
 
 // Calls fn(op_pos, op_len) for each transfer of an extent: block_size pieces of e.padded.

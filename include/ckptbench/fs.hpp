@@ -38,3 +38,17 @@ void remove_tree(const std::string& path, const std::string& root);
 std::string absolute_path(const std::string& p);
 
 }  // namespace ckpt
+
+namespace ckpt {
+// True when files in dir can be opened with O_DIRECT (probe file created and removed).
+bool supports_odirect(const std::string& dir, std::string* why = nullptr);
+// Before a restore: make this rank's written pages clean and drop them (fdatasync +
+// posix_fadvise DONTNEED per file). Throws IoError.
+void fadvise_dontneed(const std::string& path);
+// Fraction of a file's pages resident in the page cache (mmap + mincore); -1 if unknown.
+double resident_fraction(const std::string& path, uint64_t* resident_bytes = nullptr,
+                         uint64_t* file_bytes = nullptr);
+// Drops the page cache of this node (sync; echo 3 > /proc/sys/vm/drop_caches). "" or the reason.
+std::string drop_caches();
+bool can_drop_caches();
+}  // namespace ckpt

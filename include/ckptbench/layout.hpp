@@ -43,6 +43,13 @@ struct FileSpec {
   std::vector<Extent> extents;  // the extents THIS real rank transfers, in file-offset order
 };
 
+// An extent of this rank's data that another rank (a node leader) writes into its file.
+struct RemoteExtent {
+  uint32_t file_id = 0;
+  std::string path;
+  Extent extent;
+};
+
 // What one real rank does in a point.
 struct RankIo {
   int rank = 0;                   // real MPI rank
@@ -50,7 +57,7 @@ struct RankIo {
   std::vector<FileSpec> files;    // files this rank opens and transfers
   // Node aggregation: extents of this rank's shards that another rank (the leader) writes.
   int leader = -1;                // real rank receiving this rank's data (-1: none)
-  std::vector<Extent> remote;     // this rank's extents written by `leader`, in the leader's order
+  std::vector<RemoteExtent> remote;  // this rank's extents written by `leader`, in file order
   uint64_t payload_bytes = 0;     // bytes of shards owned by this rank's vranks
   uint64_t transfer_bytes = 0;    // bytes this rank moves to/from files (incl. padding and index)
 };

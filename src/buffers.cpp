@@ -1,0 +1,112 @@
+#include "ckptbench/buffers.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "ckptbench/error.hpp"
+#include "ckptbench/units.hpp"
+
+namespace ckpt {
+
+namespace {
+constexpr uint64_t kMagic = 0xC4B7BE4Cull << 32;
+
+uint64_t splitmix(uint64_t& s) {
+  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+void stamp_bytes(std::byte out[Pattern::kStampBytes], uint32_t file_id, uint64_t file_offset) {
+  uint64_t a = kMagic | file_id, b = file_offset;
+  std::memcpy(out, &a, 8);
+  std::memcpy(out + 8, &b, 8);
+}
+}  // namespace
+
+Pattern::Pattern(uint64_t period, uint64_t seed) : base_(period) {
+  if (period == 0) throw Error("pattern period must be > 0");
+  uint64_t s = seed;
+  for (uint64_t i = 0; i < period; i += 8) {
+    uint64_t v = splitmix(s);
+    std::memcpy(base_.data() + i, &v, std::min<uint64_t>(8, period - i));
+  }
+}
+
+void Pattern::fill(std::span<std::byte> buf, uint32_t file_id, uint64_t extent_offset, uint64_t pos,
+                   bool buf_holds_base) const {
+  const uint64_t n = buf.size(), per = base_.size();
+  if (!(buf_holds_base && pos % per == 0)) {
+    uint64_t done = 0;
+    while (done < n) {
+      uint64_t ph = (pos + done) % per;
+      uint64_t k = std::min(n - done, per - ph);
+      std::memcpy(buf.data() + done, base_.data() + ph, k);
+      done += k;
+    }
+  }
+  std::byte st[kStampBytes];
+  for (uint64_t q = pos / kStampEvery * kStampEvery; q < pos + n; q += kStampEvery) {
+    stamp_bytes(st, file_id, extent_offset + q);
+    for (uint64_t i = 0; i < kStampBytes; i++) {
+      uint64_t p = q + i;
+      if (p >= pos && p < pos + n) buf[p - pos] = st[i];
+    }
+  }
+}
+
+std::optional<uint64_t> Pattern::check(std::span<const std::byte> buf, uint32_t file_id,
+                                       uint64_t extent_offset, uint64_t pos) const {
+  const uint64_t n = buf.size(), per = base_.size();
+  std::byte st[kStampBytes];
+  // Walk 4 KiB stamp blocks: the stamp bytes, then the base bytes up to the next stamp.
+  uint64_t q = pos / kStampEvery * kStampEvery;
+  for (; q < pos + n; q += kStampEvery) {
+    stamp_bytes(st, file_id, extent_offset + q);
+    for (uint64_t i = 0; i < kStampBytes; i++) {
+      uint64_t p = q + i;
+      if (p >= pos && p < pos + n && buf[p - pos] != st[i]) return p - pos;
+    }
+    uint64_t lo = std::max(pos, q + kStampBytes), hi = std::min(pos + n, q + kStampEvery);
+    while (lo < hi) {
+      uint64_t ph = lo % per;
+      uint64_t k = std::min(hi - lo, per - ph);
+      if (std::memcmp(buf.data() + (lo - pos), base_.data() + ph, k) != 0) {
+        for (uint64_t i = 0; i < k; i++)
+          if (buf[lo - pos + i] != base_[ph + i]) return lo - pos + i;
+      }
+      lo += k;
+    }
+  }
+  return std::nullopt;
+}
+
+BufferPool::BufferPool(size_t count, uint64_t size, uint64_t align) : size_(size) {
+  if (count == 0 || size == 0) throw Error("buffer pool needs at least one non-empty buffer");
+  uint64_t a = std::max<uint64_t>(align, 4096);
+  uint64_t alloc = round_up(size, a);
+  bufs_.resize(count);
+  for (auto& b : bufs_) {
+    void* p = std::aligned_alloc(a, alloc);
+    if (!p)
+      throw Error("cannot allocate " + std::to_string(count) + " I/O buffers of " +
+                  format_bytes(size) + " (queue_depth x block_size too large for memory?)");
+    b.data = static_cast<std::byte*>(p);
+    b.size = size;
+  }
+}
+
+BufferPool::~BufferPool() {
+  for (auto& b : bufs_) std::free(b.data);
+}
+
+void BufferPool::prefill(const Pattern& p) {
+  for (auto& b : bufs_) {
+    p.fill({b.data, b.size}, 0, 0, 0, false);
+    b.holds_base = true;
+  }
+}
+
+}  // namespace ckpt

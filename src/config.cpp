@@ -1,0 +1,335 @@
+#include "ckptbench/config.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "ckptbench/backend.hpp"
+#include "ckptbench/error.hpp"
+#include "ckptbench/jsonread.hpp"
+#include "ckptbench/units.hpp"
+
+namespace ckpt {
+
+std::string sync_name(SyncPolicy s) {
+  switch (s) {
+    case SyncPolicy::none:
+      return "none";
+    case SyncPolicy::file:
+      return "file";
+    case SyncPolicy::end:
+      return "end";
+  }
+  return "?";
+}
+
+std::string cache_name(CacheMode c) {
+  switch (c) {
+    case CacheMode::auto_:
+      return "auto";
+    case CacheMode::direct:
+      return "direct";
+    case CacheMode::fadvise:
+      return "fadvise";
+    case CacheMode::rank_shift:
+      return "rank-shift";
+    case CacheMode::drop_caches:
+      return "drop-caches";
+    case CacheMode::none:
+      return "none";
+  }
+  return "?";
+}
+
+const std::vector<std::string>& point_keys() {
+  static const std::vector<std::string> k = {"model",       "parallelism",    "layout",
+                                             "chunk_size",  "ranks_per_file", "ranks_per_node",
+                                             "backend",     "block_size",     "queue_depth",
+                                             "direct",      "sync",           "align",
+                                             "preallocate", "cache",          "stripe_count",
+                                             "stripe_size", "stripe_pool",    "posix",
+                                             "io_uring",    "mpiio",          "hdf5"};
+  return k;
+}
+
+const std::vector<std::string>& run_keys() {
+  static const std::vector<std::string> k = {"target", "repetitions", "verify", "keep",
+                                             "strict", "timeout_s",   "name",   "comment",
+                                             "sweep",  "exclude"};
+  return k;
+}
+
+const nlohmann::json& default_config() {
+  static const nlohmann::json j = nlohmann::json::parse(R"({
+    "name": "default",
+    "comment": "Llama-2-7B training state (bf16 weights, fp32 master, Adam) scaled 1/256, TP2 x DP auto, ZeRO-1, DeepSpeed-style file per shard, POSIX pwrite/pread with O_DIRECT, 1 MiB transfers.",
+    "model": {"name": "llama2-7b", "scale": 0.00390625},
+    "parallelism": {"tp": 2, "pp": 1, "dp": "auto", "zero_stage": 1},
+    "layout": "file-per-shard",
+    "backend": "posix",
+    "block_size": "1M",
+    "direct": true,
+    "sync": "end",
+    "repetitions": 3,
+    "verify": true
+  })");
+  return j;
+}
+
+namespace {
+
+// Sweep keys that are shorthands for nested keys.
+std::string canonical_sweep_key(const std::string& k) {
+  if (k == "tp" || k == "pp" || k == "dp" || k == "zero_stage" || k == "rank_order" ||
+      k == "emulate_world")
+    return "parallelism." + k;
+  return k;
+}
+
+bool is_point_key(const std::string& dotted) {
+  std::string head = dotted.substr(0, dotted.find('.'));
+  for (const auto& k : point_keys())
+    if (k == head) return true;
+  return false;
+}
+
+void set_dotted(json& obj, const std::string& dotted, const json& v) {
+  size_t dot = dotted.find('.');
+  if (dot == std::string::npos) {
+    obj[dotted] = v;
+    return;
+  }
+  std::string head = dotted.substr(0, dot);
+  json& child = obj[head];
+  if (child.is_string() && head == "model") child = json{{"name", child}};
+  if (!child.is_object()) child = json::object();
+  set_dotted(child, dotted.substr(dot + 1), v);
+}
+
+PointConfig parse_point(const json& pj) {
+  PointConfig p;
+  ObjectReader r(pj, "");
+  for (const auto& k : run_keys()) r.allow(k);
+  const json* model = r.raw("model");
+  if (!model) throw ConfigError("missing key 'model' (a zoo name like \"llama2-7b\" or an object)");
+  p.model = parse_model_config(*model, "model");
+  const json* par = r.raw("parallelism");
+  p.parallelism = parse_parallelism(par ? *par : json::object(), "parallelism");
+  p.layout.kind = parse_layout(r.str("layout", "file-per-shard"));
+  p.layout.chunk_size = r.size("chunk_size", 0, true);
+  p.layout.ranks_per_file = static_cast<int>(r.integer("ranks_per_file", 0, 0, 1 << 24));
+  p.ranks_per_node = static_cast<int>(r.integer("ranks_per_node", 0, 0, 1 << 20));
+  std::vector<std::string> names;
+  for (const auto& b : backend_registry()) names.push_back(b.name);
+  p.backend = r.choice("backend", "posix", names);
+  p.block_size = r.size("block_size", 1 << 20);
+  if (p.block_size > (1ull << 31))
+    throw ConfigError("'block_size': " + format_bytes(p.block_size) +
+                      " is too large (allowed: up to 2 GiB per transfer)");
+  p.queue_depth = static_cast<int>(r.integer("queue_depth", 1, 1, 4096));
+  p.direct = r.boolean("direct", false);
+  std::string sync = r.choice("sync", "end", {"none", "file", "end"});
+  p.sync = sync == "none" ? SyncPolicy::none : sync == "file" ? SyncPolicy::file : SyncPolicy::end;
+  p.align = r.size("align", 0, true);
+  if (p.align != 0 && (!is_pow2(p.align) || p.align < 512))
+    throw ConfigError("'align': " + std::to_string(p.align) +
+                      " is not allowed (a power of two >= 512, or 0 for the file system's value)");
+  p.preallocate = r.boolean("preallocate", true);
+  std::string cache =
+      r.choice("cache", "auto", {"auto", "direct", "fadvise", "rank-shift", "drop-caches", "none"});
+  p.cache = cache == "auto"          ? CacheMode::auto_
+            : cache == "direct"      ? CacheMode::direct
+            : cache == "fadvise"     ? CacheMode::fadvise
+            : cache == "rank-shift"  ? CacheMode::rank_shift
+            : cache == "drop-caches" ? CacheMode::drop_caches
+                                     : CacheMode::none;
+  p.stripe_count = static_cast<int>(r.integer("stripe_count", 0, -1, 65535));
+  p.stripe_size = r.size("stripe_size", 0, true);
+  p.stripe_pool = r.str("stripe_pool", "");
+  // Backend sections: only the chosen backend's section is used; the others are still checked
+  // to be objects so a typo is caught.
+  for (const auto& b : backend_registry()) {
+    const json* sec = r.raw(b.name);
+    if (!sec) continue;
+    if (!sec->is_object())
+      throw ConfigError("'" + b.name + "': expected an object of " + b.name + " options, got " +
+                        json_type_name(*sec));
+    if (b.name == p.backend) p.backend_options = *sec;
+  }
+  r.finish();
+
+  // Cross-key checks that need no file system.
+  if (p.direct) {
+    if (p.block_size % 512 != 0)
+      throw ConfigError("'block_size': " + std::to_string(p.block_size) +
+                        " is not a multiple of the direct-I/O alignment (512 at least; 'direct' is "
+                        "true) — use e.g. 4K, 1M");
+    if (p.align != 0 && p.block_size % p.align != 0)
+      throw ConfigError("'block_size': " + std::to_string(p.block_size) +
+                        " is not a multiple of 'align' " + std::to_string(p.align) +
+                        " while 'direct' is true");
+  }
+  if (p.cache == CacheMode::direct && !p.direct)
+    throw ConfigError("'cache': \"direct\" needs 'direct': true (O_DIRECT reads bypass the cache)");
+  if (p.layout.chunk_size != 0 && p.layout.chunk_size < p.block_size && p.layout.chunk_size % 4096)
+    throw ConfigError("'chunk_size': must be a multiple of 4096");
+  find_backend(p.backend).validate(p);
+
+  json res;
+  res["model"] = model_config_to_json(p.model);
+  res["parallelism"] = parallelism_to_json(p.parallelism);
+  res["layout"] = layout_name(p.layout.kind);
+  res["chunk_size"] = p.layout.chunk_size;
+  res["ranks_per_file"] = p.layout.ranks_per_file;
+  res["ranks_per_node"] = p.ranks_per_node;
+  res["backend"] = p.backend;
+  res["block_size"] = p.block_size;
+  res["queue_depth"] = p.queue_depth;
+  res["direct"] = p.direct;
+  res["sync"] = sync;
+  res["align"] = p.align;
+  res["preallocate"] = p.preallocate;
+  res["cache"] = cache;
+  res["stripe_count"] = p.stripe_count;
+  res["stripe_size"] = p.stripe_size;
+  res["stripe_pool"] = p.stripe_pool;
+  res[p.backend] = p.backend_options;
+  p.resolved = res;
+  return p;
+}
+
+bool matches_exclude(const json& params, const json& ex) {
+  for (auto it = ex.begin(); it != ex.end(); ++it) {
+    std::string k = canonical_sweep_key(it.key());
+    if (!params.contains(k) || params[k] != it.value()) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+RunConfig parse_config(const json& doc) {
+  RunConfig rc;
+  ObjectReader r(doc, "");
+  for (const auto& k : point_keys()) r.allow(k);
+  rc.target = r.str("target", "");
+  rc.repetitions = static_cast<int>(r.integer("repetitions", 1, 1, 10000));
+  rc.verify = r.boolean("verify", true);
+  rc.keep = r.boolean("keep", false);
+  rc.strict = r.boolean("strict", false);
+  rc.timeout_s = r.number("timeout_s", 0, 0, 1e7);
+  rc.name = r.str("name", "");
+  rc.comment = r.str("comment", "");
+  const json* sweep = r.raw("sweep");
+  const json* exclude = r.raw("exclude");
+  r.finish();
+
+  // Base point: the point-level keys of the document.
+  json base = json::object();
+  for (const auto& k : point_keys())
+    if (doc.contains(k)) base[k] = doc[k];
+
+  std::vector<std::pair<std::string, json>> axes;
+  if (sweep) {
+    if (!sweep->is_object())
+      throw ConfigError("'sweep': expected an object {key: [values...]}, got " +
+                        json_type_name(*sweep));
+    for (auto it = sweep->begin(); it != sweep->end(); ++it) {
+      std::string key = canonical_sweep_key(it.key());
+      if (!is_point_key(key)) {
+        std::string list;
+        for (const auto& k : point_keys()) list += (list.empty() ? "" : ", ") + k;
+        throw ConfigError(
+            "'sweep." + it.key() + "': not a sweepable key (allowed: " + list +
+            ", tp, pp, dp, zero_stage, or a dotted path such as io_uring.fixed_buffers)");
+      }
+      if (!it->is_array() || it->empty())
+        throw ConfigError("'sweep." + it.key() + "': expected a non-empty list of values, got " +
+                          it->dump());
+      if (doc.contains(key.substr(0, key.find('.'))) && key.find('.') == std::string::npos)
+        throw ConfigError("'" + key + "' is given both at the top level and in 'sweep'; keep one");
+      axes.emplace_back(key, *it);
+    }
+  }
+  if (exclude && !exclude->is_array())
+    throw ConfigError("'exclude': expected a list of partial combinations, got " +
+                      json_type_name(*exclude));
+  if (exclude) {
+    for (const auto& ex : *exclude) {
+      if (!ex.is_object())
+        throw ConfigError("'exclude': each entry must be an object of sweep keys, got " +
+                          ex.dump());
+      for (auto it = ex.begin(); it != ex.end(); ++it) {
+        std::string k = canonical_sweep_key(it.key());
+        bool found = false;
+        for (const auto& a : axes) found |= a.first == k;
+        if (!found) throw ConfigError("'exclude': key '" + it.key() + "' is not a swept key");
+      }
+    }
+  }
+
+  // Cartesian product in a stable order: the first axis varies slowest.
+  std::vector<size_t> idx(axes.size(), 0);
+  while (true) {
+    json point = base;
+    json params = json::object();
+    for (size_t a = 0; a < axes.size(); a++) {
+      set_dotted(point, axes[a].first, axes[a].second[idx[a]]);
+      params[axes[a].first] = axes[a].second[idx[a]];
+    }
+    bool skip = false;
+    if (exclude)
+      for (const auto& ex : *exclude) skip |= matches_exclude(params, ex);
+    if (!skip) {
+      PointConfig pc;
+      try {
+        pc = parse_point(point);
+      } catch (const ConfigError& e) {
+        if (axes.empty()) throw;
+        throw ConfigError(std::string(e.what()) + " [in sweep point " + params.dump() + "]");
+      }
+      pc.params = params;
+      rc.points.push_back(std::move(pc));
+    }
+    size_t a = axes.size();
+    while (a > 0) {
+      a--;
+      if (++idx[a] < axes[a].second.size()) break;
+      idx[a] = 0;
+      if (a == 0) {
+        a = SIZE_MAX;
+        break;
+      }
+    }
+    if (axes.empty() || a == SIZE_MAX) break;
+  }
+  if (rc.points.empty())
+    throw ConfigError("'exclude': every sweep point is excluded; nothing to run");
+
+  json res = rc.points.front().resolved;
+  res["target"] = rc.target;
+  res["repetitions"] = rc.repetitions;
+  res["verify"] = rc.verify;
+  res["keep"] = rc.keep;
+  res["strict"] = rc.strict;
+  res["timeout_s"] = rc.timeout_s;
+  res["name"] = rc.name;
+  res["comment"] = rc.comment;
+  if (sweep) res["sweep"] = *sweep;
+  if (exclude) res["exclude"] = *exclude;
+  rc.resolved = res;
+  return rc;
+}
+
+json load_config_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("config file '" + path + "': cannot open (" + errno_text(errno) + ")");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return json::parse(ss.str());
+  } catch (const json::parse_error& e) {
+    throw ConfigError("config file '" + path + "': not valid JSON: " + e.what());
+  }
+}
+
+}  // namespace ckpt

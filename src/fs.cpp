@@ -1,0 +1,285 @@
+#include "ckptbench/fs.hpp"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "ckptbench/error.hpp"
+
+namespace fsys = std::filesystem;
+
+namespace ckpt {
+
+std::string fs_type_name(uint64_t magic) {
+  switch (magic) {
+    case 0xEF53:
+      return "ext4";
+    case 0x58465342:
+      return "xfs";
+    case 0x01021994:
+      return "tmpfs";
+    case 0x0BD00BD0:
+      return "lustre";
+    case 0x47504653:
+      return "gpfs";
+    case 0x19830326:
+      return "beegfs";
+    case 0x6969:
+      return "nfs";
+    case 0x9123683E:
+      return "btrfs";
+    case 0x2FC12FC1:
+      return "zfs";
+    case 0x794C7630:
+      return "overlayfs";
+    case 0x65735546:
+      return "fuse";
+    case 0x00C36400:
+      return "cephfs";
+    case 0xFF534D42:
+      return "cifs";
+    case 0x5346414F:
+      return "afs";
+    case 0x858458F6:
+      return "ramfs";
+    case 0xF2F52010:
+      return "f2fs";
+    case 0x62656572:
+      return "sysfs";
+    default: {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(magic));
+      return buf;
+    }
+  }
+}
+
+nlohmann::json FsInfo::to_json() const {
+  return {{"type", type},
+          {"magic", magic},
+          {"block_size", block_size},
+          {"free_bytes", free_bytes},
+          {"total_bytes", total_bytes},
+          {"dio_mem_align", dio_mem_align},
+          {"dio_offset_align", dio_offset_align},
+          {"dio_align_source", dio_align_source}};
+}
+
+FsInfo probe_fs(const std::string& dir) {
+  FsInfo i;
+  struct statfs sf;
+  if (statfs(dir.c_str(), &sf) != 0) throw_errno("statfs '" + dir + "'", errno);
+  i.magic = static_cast<uint64_t>(static_cast<uint32_t>(sf.f_type));
+  i.type = fs_type_name(i.magic);
+  struct statvfs sv;
+  if (statvfs(dir.c_str(), &sv) != 0) throw_errno("statvfs '" + dir + "'", errno);
+  i.block_size = sv.f_bsize;
+  i.free_bytes = static_cast<uint64_t>(sv.f_bavail) * sv.f_frsize;
+  i.total_bytes = static_cast<uint64_t>(sv.f_blocks) * sv.f_frsize;
+  return i;
+}
+
+uint64_t dio_alignment(const std::string& dir, FsInfo& info) {
+#ifdef STATX_DIOALIGN
+  {
+    struct statx sx;
+    if (statx(AT_FDCWD, dir.c_str(), 0, STATX_DIOALIGN, &sx) == 0 &&
+        (sx.stx_mask & STATX_DIOALIGN) && sx.stx_dio_offset_align > 0) {
+      info.dio_mem_align = sx.stx_dio_mem_align;
+      info.dio_offset_align = sx.stx_dio_offset_align;
+      info.dio_align_source = "statx";
+      return sx.stx_dio_offset_align;
+    }
+    // Directories may not report it; try a probe file.
+    std::string probe = dir + "/.ckptbench-dio-probe";
+    int fd = open(probe.c_str(), O_CREAT | O_WRONLY | O_EXCL, 0600);
+    if (fd >= 0) {
+      bool ok = statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 &&
+                (sx.stx_mask & STATX_DIOALIGN) && sx.stx_dio_offset_align > 0;
+      close(fd);
+      unlink(probe.c_str());
+      if (ok) {
+        info.dio_mem_align = sx.stx_dio_mem_align;
+        info.dio_offset_align = sx.stx_dio_offset_align;
+        info.dio_align_source = "statx";
+        return sx.stx_dio_offset_align;
+      }
+    }
+  }
+#endif
+  struct stat st;
+  if (stat(dir.c_str(), &st) == 0) {
+    std::string p = "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
+                    std::to_string(minor(st.st_dev)) + "/queue/logical_block_size";
+    std::ifstream in(p);
+    uint64_t v = 0;
+    if (!(in >> v)) {
+      // Partitions keep the queue directory on the parent device.
+      std::ifstream in2("/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
+                        std::to_string(minor(st.st_dev)) + "/../queue/logical_block_size");
+      in2 >> v;
+    }
+    if (v >= 512 && (v & (v - 1)) == 0) {
+      info.dio_mem_align = v;
+      info.dio_offset_align = v;
+      info.dio_align_source = "sysfs";
+      return v;
+    }
+  }
+  info.dio_mem_align = 4096;
+  info.dio_offset_align = 4096;
+  info.dio_align_source = "default";
+  return 4096;
+}
+
+std::string absolute_path(const std::string& p) {
+  std::error_code ec;
+  fsys::path a = fsys::absolute(p, ec);
+  if (ec) a = p;
+  return a.lexically_normal().string();
+}
+
+void check_target(const std::string& target, bool force) {
+  if (target.empty())
+    throw ConfigError("no target directory: set \"target\" in the config or pass --target DIR");
+  std::string abs = absolute_path(target);
+  while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
+  static const char* system_dirs[] = {"/",        "/bin",  "/boot", "/dev", "/etc",  "/lib",
+                                      "/lib64",   "/proc", "/root", "/run", "/sbin", "/sys",
+                                      "/usr",     "/var",  "/home", "/opt", "/srv",  "/tmp",
+                                      "/var/tmp", "/mnt",  "/media"};
+  for (const char* s : system_dirs)
+    if (abs == s)
+      throw ConfigError(
+          "target '" + target + "': refusing a system directory; use a directory of " +
+          "your own below it, e.g. " + (abs == "/" ? std::string("/scratch") : abs) + "/ckpt");
+  if (const char* home = getenv("HOME"); home && abs == absolute_path(home))
+    throw ConfigError("target '" + target +
+                      "': refusing your home directory itself; use a subdirectory");
+  if (struct passwd* pw = getpwuid(getuid()); pw && pw->pw_dir && abs == absolute_path(pw->pw_dir))
+    throw ConfigError("target '" + target + "': refusing a home directory; use a subdirectory");
+  fsys::path parent = fsys::path(abs).parent_path();
+  struct stat st;
+  if (stat(parent.c_str(), &st) != 0)
+    throw ConfigError("target '" + target + "': parent directory '" + parent.string() +
+                      "' does not exist (" + errno_text(errno) + ")");
+  if (!S_ISDIR(st.st_mode))
+    throw ConfigError("target '" + target + "': parent '" + parent.string() +
+                      "' is not a directory");
+  if (lstat(abs.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode))
+      throw ConfigError("target '" + target + "': is a symbolic link; give the real directory");
+    if (!S_ISDIR(st.st_mode))
+      throw ConfigError("target '" + target + "': exists and is not a directory");
+    if (access(abs.c_str(), W_OK | X_OK) != 0)
+      throw ConfigError("target '" + target + "': not writable (" + errno_text(errno) + ")");
+    std::error_code ec;
+    bool empty = fsys::is_empty(abs, ec);
+    if (ec) throw ConfigError("target '" + target + "': cannot list (" + ec.message() + ")");
+    if (!empty && !force)
+      throw ConfigError("target '" + target +
+                        "': directory is not empty; pass --force to run in it anyway (ckptbench "
+                        "writes only inside a fresh run directory it creates there)");
+  } else {
+    if (access(parent.c_str(), W_OK | X_OK) != 0)
+      throw ConfigError("target '" + target + "': parent '" + parent.string() +
+                        "' is not writable (" + errno_text(errno) + ")");
+  }
+}
+
+void make_dirs(const std::string& path) {
+  std::error_code ec;
+  fsys::create_directories(path, ec);
+  if (ec) throw IoError("cannot create directory '" + path + "': " + ec.message());
+}
+
+void remove_tree(const std::string& path, const std::string& root) {
+  std::string a = absolute_path(path), r = absolute_path(root);
+  if (a.size() <= r.size() || a.compare(0, r.size(), r) != 0 || a[r.size()] != '/')
+    throw IoError("refusing to remove '" + a + "': not inside '" + r + "'");
+  std::error_code ec;
+  fsys::remove_all(a, ec);
+  if (ec) throw IoError("cannot remove '" + a + "': " + ec.message());
+}
+
+}  // namespace ckpt
+
+#include <sys/mman.h>
+
+namespace ckpt {
+
+bool supports_odirect(const std::string& dir, std::string* why) {
+  std::string probe = dir + "/.ckptbench-odirect-probe";
+  int fd = ::open(probe.c_str(), O_CREAT | O_WRONLY | O_DIRECT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    if (why) *why = errno_text(errno);
+    ::unlink(probe.c_str());
+    return false;
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return true;
+}
+
+void fadvise_dontneed(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw_errno("open '" + path + "' to drop its cached pages", errno);
+  int rc = ::fdatasync(fd);
+  int err = errno;
+  if (rc == 0) {
+    rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    err = rc;
+  }
+  ::close(fd);
+  if (rc != 0) throw_errno("fdatasync/fadvise '" + path + "'", err);
+}
+
+double resident_fraction(const std::string& path, uint64_t* resident_bytes, uint64_t* file_bytes) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size == 0) {
+    ::close(fd);
+    return st.st_size == 0 ? 0 : -1;
+  }
+  size_t len = static_cast<size_t>(st.st_size);
+  void* p = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) return -1;
+  long page = sysconf(_SC_PAGESIZE);
+  size_t pages = (len + static_cast<size_t>(page) - 1) / static_cast<size_t>(page);
+  std::vector<unsigned char> vec(pages);
+  double frac = -1;
+  if (mincore(p, len, vec.data()) == 0) {
+    size_t res = 0;
+    for (unsigned char c : vec) res += c & 1;
+    frac = static_cast<double>(res) / static_cast<double>(pages);
+    if (resident_bytes)
+      *resident_bytes = std::min<uint64_t>(len, res * static_cast<uint64_t>(page));
+  }
+  if (file_bytes) *file_bytes = len;
+  munmap(p, len);
+  return frac;
+}
+
+bool can_drop_caches() { return geteuid() == 0 && access("/proc/sys/vm/drop_caches", W_OK) == 0; }
+
+std::string drop_caches() {
+  ::sync();
+  int fd = ::open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return "cannot open /proc/sys/vm/drop_caches: " + errno_text(errno);
+  ssize_t n = ::write(fd, "3\n", 2);
+  int err = errno;
+  ::close(fd);
+  if (n != 2) return "cannot write /proc/sys/vm/drop_caches: " + errno_text(err);
+  return "";
+}
+
+}  // namespace ckpt

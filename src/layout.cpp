@@ -1,0 +1,347 @@
+#include "ckptbench/layout.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "ckptbench/error.hpp"
+#include "ckptbench/units.hpp"
+
+namespace ckpt {
+
+const std::vector<std::string>& layout_names() {
+  static const std::vector<std::string> n = {"file-per-tensor", "file-per-shard", "aggregated-rank",
+                                             "aggregated-node", "shared-file"};
+  return n;
+}
+
+LayoutKind parse_layout(const std::string& name) {
+  const auto& n = layout_names();
+  for (size_t i = 0; i < n.size(); i++)
+    if (n[i] == name) return static_cast<LayoutKind>(i);
+  std::string list;
+  for (const auto& x : n) list += (list.empty() ? "" : ", ") + x;
+  throw ConfigError("'layout': unknown value '" + name + "' (allowed: " + list + ")");
+}
+
+std::string layout_name(LayoutKind k) { return layout_names()[static_cast<size_t>(k)]; }
+
+std::string shard_label(const ModelDesc& m, const Shard& s) {
+  std::string l = m.tensors[s.tensor].name + "/" + std::string(state_kind_name(s.kind));
+  if (s.fragment) l += "@" + std::to_string(s.elem_offset);
+  return l;
+}
+
+namespace {
+
+std::string fmt(const char* f, long a) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, a);
+  return buf;
+}
+
+// A file of the global plan with all its extents (of every writer).
+struct GFile {
+  std::string path;
+  std::vector<Extent> extents;
+  int index_writer = -1;  // real rank writing the footer index (-1: no index)
+  uint64_t index_len = 0;
+};
+
+constexpr uint64_t kIndexHeader = 4096, kIndexEntry = 64;
+
+struct Builder {
+  const PlanInput& in;
+  IoPlan& plan;
+  uint64_t align;
+  std::vector<GFile> files;
+  std::set<std::string> dirs;
+
+  int real_of(int v) const { return v % in.real_world; }
+
+  uint64_t padded(uint64_t len) const {
+    return in.layout.pad_to_align ? round_up(len, align) : len;
+  }
+
+  // Appends the shards `items` of vrank v to file f starting at its current end.
+  void append(GFile& f, uint64_t& cursor, int v, const std::vector<int>& items, int source) {
+    const auto& sh = plan.shards[v].shards;
+    for (int i : items) {
+      Extent e;
+      e.offset = round_up(cursor, align);
+      e.length = sh[i].bytes;
+      e.padded = padded(e.length);
+      e.vrank = v;
+      e.shard = i;
+      e.source = source;
+      cursor = e.offset + e.padded;
+      if (e.length > 0) f.extents.push_back(e);
+    }
+  }
+
+  void add_index(GFile& f, uint64_t& cursor, int writer) {
+    f.index_len = kIndexHeader + kIndexEntry * f.extents.size();
+    Extent e;
+    e.offset = round_up(cursor, align);
+    e.length = f.index_len;
+    e.padded = padded(e.length);
+    e.vrank = -1;
+    e.shard = -1;
+    e.source = writer;
+    cursor = e.offset + e.padded;
+    f.extents.push_back(e);
+    f.index_writer = writer;
+  }
+
+  std::vector<int> all_items(int v) const {
+    std::vector<int> it(plan.shards[v].shards.size());
+    for (size_t i = 0; i < it.size(); i++) it[i] = static_cast<int>(i);
+    return it;
+  }
+
+  // Consecutive virtual ranks [first, last) into one aggregated file with an index.
+  void group_file(const std::string& path, const std::vector<int>& vranks, int leader) {
+    GFile f;
+    f.path = path;
+    uint64_t cursor = 0;
+    for (int v : vranks) append(f, cursor, v, all_items(v), leader >= 0 ? real_of(v) : real_of(v));
+    int writer = leader >= 0 ? leader : real_of(vranks.front());
+    add_index(f, cursor, writer);
+    files.push_back(std::move(f));
+  }
+
+  void build() {
+    const int V = static_cast<int>(plan.shards.size());
+    const auto& par = in.par;
+    auto mp_of = [&](const RankCoord& c) { return c.tp + par.tp * c.pp; };
+    switch (in.layout.kind) {
+      case LayoutKind::file_per_tensor:
+        for (int v = 0; v < V; v++) {
+          const auto& sh = plan.shards[v].shards;
+          if (sh.empty()) continue;
+          std::string dir = fmt("rank_%05ld", v);
+          dirs.insert(dir);
+          for (size_t i = 0; i < sh.size(); i++) {
+            GFile f;
+            std::string name = in.model->tensors[sh[i].tensor].name + "." +
+                               std::string(state_kind_name(sh[i].kind));
+            if (sh[i].fragment) name += "." + std::to_string(sh[i].elem_offset);
+            f.path = dir + "/" + name;
+            uint64_t cursor = 0;
+            append(f, cursor, v, {static_cast<int>(i)}, real_of(v));
+            if (!f.extents.empty()) files.push_back(std::move(f));
+          }
+        }
+        break;
+      case LayoutKind::file_per_shard:
+        for (int v = 0; v < V; v++) {
+          const auto& rs = plan.shards[v];
+          std::vector<int> weights, optim;
+          for (size_t i = 0; i < rs.shards.size(); i++)
+            (rs.shards[i].kind == StateKind::weights ? weights : optim)
+                .push_back(static_cast<int>(i));
+          std::string mp = fmt("mp_rank_%02ld", mp_of(rs.coord));
+          std::string prefix = in.state.weight_dtype == DType::bf16 ? "bf16_" : "";
+          if (!weights.empty()) {
+            GFile f;
+            f.path = par.zero_stage == 3
+                         ? prefix + fmt("zero_pp_rank_%ld_", rs.coord.dp) + mp + "_model_states.pt"
+                         : mp + "_model_states.pt";
+            uint64_t cursor = 0;
+            append(f, cursor, v, weights, real_of(v));
+            if (!f.extents.empty()) files.push_back(std::move(f));
+          }
+          if (!optim.empty()) {
+            GFile f;
+            f.path = prefix + fmt("zero_pp_rank_%ld_", rs.coord.dp) + mp + "_optim_states.pt";
+            uint64_t cursor = 0;
+            append(f, cursor, v, optim, real_of(v));
+            if (!f.extents.empty()) files.push_back(std::move(f));
+          }
+        }
+        break;
+      case LayoutKind::aggregated_rank:
+      case LayoutKind::shared_file: {
+        int k = in.layout.ranks_per_file;
+        if (k <= 0) k = in.layout.kind == LayoutKind::shared_file ? V : 1;
+        for (int g = 0; g * k < V; g++) {
+          std::vector<int> vr;
+          for (int v = g * k; v < std::min(V, (g + 1) * k); v++)
+            if (!plan.shards[v].shards.empty()) vr.push_back(v);
+          if (vr.empty()) continue;
+          std::string path = k == V && in.layout.kind == LayoutKind::shared_file
+                                 ? std::string("checkpoint.ckpt")
+                             : k == 1 ? fmt("rank_%05ld.ckpt", g)
+                                      : fmt("group_%05ld.ckpt", g);
+          group_file(path, vr, -1);
+        }
+        break;
+      }
+      case LayoutKind::aggregated_node: {
+        if (static_cast<int>(in.node_of_rank.size()) != in.real_world)
+          throw ConfigError("layout 'aggregated-node' needs the node of every rank");
+        int nodes = 0;
+        for (int n : in.node_of_rank) nodes = std::max(nodes, n + 1);
+        for (int n = 0; n < nodes; n++) {
+          int leader = -1;
+          for (int r = 0; r < in.real_world; r++)
+            if (in.node_of_rank[r] == n) {
+              leader = r;
+              break;
+            }
+          if (leader < 0) continue;
+          // Virtual ranks replayed by the node's real ranks, in rank order.
+          std::vector<int> vr;
+          for (int v = 0; v < V; v++)
+            if (in.node_of_rank[real_of(v)] == n && !plan.shards[v].shards.empty()) vr.push_back(v);
+          if (vr.empty()) continue;
+          GFile f;
+          f.path = fmt("node_%04ld.ckpt", n);
+          uint64_t cursor = 0;
+          for (int v : vr) append(f, cursor, v, all_items(v), real_of(v));
+          add_index(f, cursor, leader);
+          files.push_back(std::move(f));
+          node_leader_[files.size() - 1] = leader;
+        }
+        break;
+      }
+    }
+  }
+
+  std::map<size_t, int> node_leader_;  // file index -> leader (node aggregation)
+
+  // Splits every file into chunk files of at most chunk_size bytes.
+  void chunk() {
+    uint64_t cs = in.layout.chunk_size;
+    if (cs == 0) return;
+    if (cs % align != 0)
+      throw ConfigError("'chunk_size': " + std::to_string(cs) +
+                        " is not a multiple of the alignment " + std::to_string(align));
+    std::vector<GFile> out;
+    std::map<size_t, int> leaders;
+    for (size_t fi = 0; fi < files.size(); fi++) {
+      auto& f = files[fi];
+      std::map<uint64_t, GFile> parts;
+      for (const auto& e : f.extents) {
+        uint64_t pos = 0;
+        while (pos < e.padded) {
+          uint64_t off = e.offset + pos;
+          uint64_t c = off / cs;
+          uint64_t take = std::min(e.padded - pos, (c + 1) * cs - off);
+          Extent p = e;
+          p.offset = off - c * cs;
+          p.padded = take;
+          p.length = pos >= e.length ? 0 : std::min(take, e.length - pos);
+          GFile& g = parts[c];
+          if (g.path.empty()) g.path = f.path + fmt(".chunk%05ld", static_cast<long>(c));
+          if (p.length > 0 || p.padded > 0) g.extents.push_back(p);
+          pos += take;
+        }
+      }
+      // A file that fits in one chunk keeps its name.
+      if (parts.size() == 1) parts.begin()->second.path = f.path;
+      for (auto& [c, g] : parts) {
+        g.index_writer = f.index_writer;
+        auto it = node_leader_.find(fi);
+        if (it != node_leader_.end()) leaders[out.size()] = it->second;
+        out.push_back(std::move(g));
+      }
+    }
+    files = std::move(out);
+    node_leader_ = std::move(leaders);
+  }
+
+  void distribute() {
+    const int N = in.real_world;
+    plan.ranks.resize(N);
+    for (int r = 0; r < N; r++) plan.ranks[r].rank = r;
+    for (int v = 0; v < static_cast<int>(plan.shards.size()); v++) {
+      auto& ri = plan.ranks[real_of(v)];
+      ri.vranks.push_back(v);
+      ri.payload_bytes += plan.shards[v].payload_bytes;
+    }
+    for (size_t fi = 0; fi < files.size(); fi++) {
+      auto& f = files[fi];
+      auto lit = node_leader_.find(fi);
+      int leader = lit == node_leader_.end() ? -1 : lit->second;
+      // Writer of an extent: the leader for node files, else the extent's source rank.
+      std::map<int, std::vector<Extent>> by_rank;
+      for (const auto& e : f.extents) by_rank[leader >= 0 ? leader : e.source].push_back(e);
+      std::vector<int> writers;
+      for (auto& [r, ex] : by_rank) writers.push_back(r);
+      uint64_t size = 0;
+      for (const auto& e : f.extents) size = std::max(size, e.offset + e.padded);
+      for (auto& [r, ex] : by_rank) {
+        FileSpec fs;
+        fs.id = static_cast<uint32_t>(fi);
+        fs.path = f.path;
+        fs.size = size;
+        fs.create = r == writers.front();
+        fs.shared = writers.size() > 1;
+        fs.writers = writers;
+        for (const auto& e : ex) plan.ranks[r].transfer_bytes += e.padded;
+        fs.extents = std::move(ex);
+        plan.ranks[r].files.push_back(std::move(fs));
+      }
+      if (writers.size() > 1) plan.any_shared = true;
+      if (leader >= 0) {
+        for (const auto& e : f.extents) {
+          if (e.source == leader || e.source < 0) continue;
+          plan.ranks[e.source].leader = leader;
+          plan.ranks[e.source].remote.push_back({static_cast<uint32_t>(fi), f.path, e});
+        }
+      }
+      // Stats.
+      auto& st = plan.stats;
+      st.files++;
+      st.file_bytes += size;
+      int b = size == 0 ? -1 : 63 - __builtin_clzll(size);
+      st.size_histogram[b]++;
+      for (const auto& e : f.extents) {
+        if (e.shard < 0) {
+          st.index_bytes += e.length;
+        } else {
+          st.payload_bytes += e.length;
+        }
+        st.padding_bytes += e.padded - e.length;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+IoPlan make_plan(const PlanInput& in) {
+  if (!in.model) throw Error("make_plan: no model");
+  if (in.real_world < 1) throw Error("make_plan: empty world");
+  IoPlan plan;
+  const int V = virtual_world(in.par);
+  if (V < in.real_world)
+    throw ConfigError("the parallel layout has " + std::to_string(V) + " ranks but the job has " +
+                      std::to_string(in.real_world) +
+                      " (set parallelism.dp to \"auto\" or raise emulate_world)");
+  plan.shards.reserve(V);
+  for (int v = 0; v < V; v++)
+    plan.shards.push_back(shards_for_rank(*in.model, in.state, in.par, v, in.scale));
+  Builder b{in, plan, std::max<uint64_t>(in.layout.align, 1), {}, {}, {}};
+  b.build();
+  b.chunk();
+  b.distribute();
+  plan.dirs.assign(b.dirs.begin(), b.dirs.end());
+  auto& st = plan.stats;
+  st.dirs = plan.dirs.size();
+  uint64_t mn = UINT64_MAX, mx = 0, sum = 0;
+  for (const auto& rs : plan.shards) {
+    mn = std::min(mn, rs.payload_bytes);
+    mx = std::max(mx, rs.payload_bytes);
+    sum += rs.payload_bytes;
+    st.zero_padding_bytes += rs.zero_padding_bytes;
+    for (const auto& s : rs.shards) st.kind_bytes[std::string(state_kind_name(s.kind))] += s.bytes;
+  }
+  st.rank_bytes_min = V ? mn : 0;
+  st.rank_bytes_max = mx;
+  st.rank_bytes_mean = V ? static_cast<double>(sum) / V : 0;
+  return plan;
+}
+
+}  // namespace ckpt

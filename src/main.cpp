@@ -1,0 +1,289 @@
+// ckptbench command line: run | validate | plan | models | backends.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "ckptbench/backend.hpp"
+#include "ckptbench/config.hpp"
+#include "ckptbench/error.hpp"
+#include "ckptbench/layout.hpp"
+#include "ckptbench/model.hpp"
+#include "ckptbench/report.hpp"
+#include "ckptbench/run.hpp"
+#include "ckptbench/sharding.hpp"
+#include "ckptbench/units.hpp"
+#include "ckptbench/version.hpp"
+
+using namespace ckpt;
+using json = nlohmann::json;
+
+namespace {
+
+int fail(const std::string& msg, int code) {
+  std::fprintf(stderr, "ckptbench: error: %s\n", msg.c_str());
+  return code;
+}
+
+json load_or_default(const std::string& path) {
+  return path.empty() ? default_config() : load_config_file(path);
+}
+
+int cmd_validate(const std::string& path) {
+  RunConfig rc = parse_config(load_config_file(path));
+  // Model and sharding rules that need no MPI world: check with the virtual world when known.
+  for (size_t i = 0; i < rc.points.size(); i++) {
+    const auto& p = rc.points[i];
+    ModelDesc m = build_model(p.model);
+    int world = p.parallelism.emulate_world;
+    if (world == 0 && p.parallelism.dp > 0)
+      world = p.parallelism.tp * p.parallelism.pp * p.parallelism.dp;
+    if (world > 0) resolve_parallelism(p.parallelism, world, m);
+  }
+  std::printf("%s: valid (%zu point%s x %d repetition%s)\n", path.c_str(), rc.points.size(),
+              rc.points.size() == 1 ? "" : "s", rc.repetitions, rc.repetitions == 1 ? "" : "s");
+  return 0;
+}
+
+int cmd_models(bool as_json) {
+  json out = json::array();
+  TrainingState ts;
+  TrainingState inf;
+  inf.optimizer = Optimizer::none;
+  for (const auto& z : model_zoo()) {
+    ModelConfig mc;
+    mc.preset = z.name;
+    ModelDesc m = build_model(mc);
+    uint64_t n = m.num_params();
+    out.push_back({{"name", z.name},
+                   {"description", z.description},
+                   {"params", n},
+                   {"tensors", m.tensors.size()},
+                   {"weights_bytes", n * inf.bytes_per_param()},
+                   {"training_state_bytes", n * ts.bytes_per_param()}});
+  }
+  if (as_json) {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%-16s %10s %8s %14s %16s  %s\n", "model", "params", "tensors", "weights(bf16)",
+              "training state", "description");
+  for (const auto& r : out) {
+    std::printf("%-16s %9.2fB %8llu %14s %16s  %s\n", r["name"].get<std::string>().c_str(),
+                r["params"].get<double>() / 1e9,
+                static_cast<unsigned long long>(r["tensors"].get<uint64_t>()),
+                format_bytes(r["weights_bytes"]).c_str(),
+                format_bytes(r["training_state_bytes"]).c_str(),
+                r["description"].get<std::string>().c_str());
+  }
+  std::printf(
+      "training state = bf16 weights + fp32 master weights + fp32 Adam exp_avg/exp_avg_sq "
+      "(14 B/param); sizes in GiB (2^30).\n");
+  return 0;
+}
+
+int cmd_plan(const std::string& path, int world, bool as_json) {
+  RunConfig rc = parse_config(load_or_default(path));
+  json pts = json::array();
+  for (size_t i = 0; i < rc.points.size(); i++) {
+    const auto& p = rc.points[i];
+    ModelDesc m = build_model(p.model);
+    int w = world;
+    if (w == 0) w = p.parallelism.emulate_world;
+    if (w == 0 && p.parallelism.dp > 0) w = p.parallelism.tp * p.parallelism.pp * p.parallelism.dp;
+    if (w == 0) throw ConfigError("plan: the job size is unknown (dp is \"auto\"); pass --world N");
+    Parallelism par = resolve_parallelism(p.parallelism, w, m);
+    PlanInput in;
+    in.model = &m;
+    in.state = p.model.state;
+    in.par = par;
+    in.scale = p.model.scale;
+    in.layout = p.layout;
+    in.layout.align = p.align ? p.align : 4096;
+    in.layout.pad_to_align = p.direct;
+    in.real_world = w;
+    int rpn = p.ranks_per_node > 0 ? p.ranks_per_node : w;
+    in.node_of_rank.resize(w);
+    for (int r = 0; r < w; r++) in.node_of_rank[r] = r / rpn;
+    IoPlan plan = make_plan(in);
+    const auto& st = plan.stats;
+    json hist = json::object();
+    for (auto [b, n] : st.size_histogram) hist[b < 0 ? "0" : "2^" + std::to_string(b)] = n;
+    pts.push_back(
+        {{"index", i + 1},
+         {"params", p.params},
+         {"model", m.name},
+         {"world", w},
+         {"parallelism", parallelism_to_json(par)},
+         {"layout", layout_name(p.layout.kind)},
+         {"files", st.files},
+         {"dirs", st.dirs},
+         {"payload_bytes", st.payload_bytes},
+         {"padding_bytes", st.padding_bytes},
+         {"index_bytes", st.index_bytes},
+         {"file_bytes", st.file_bytes},
+         {"zero_padding_bytes", st.zero_padding_bytes},
+         {"rank_payload_bytes",
+          {{"min", st.rank_bytes_min}, {"mean", st.rank_bytes_mean}, {"max", st.rank_bytes_max}}},
+         {"file_size_histogram", hist},
+         {"state_kind_bytes", st.kind_bytes}});
+  }
+  if (as_json) {
+    std::cout << json{{"points", pts}}.dump(2) << "\n";
+    return 0;
+  }
+  for (const auto& p : pts) {
+    std::printf("point %d: %s, world %d, %s, %s\n", p["index"].get<int>(),
+                p["model"].get<std::string>().c_str(), p["world"].get<int>(),
+                p["parallelism"].dump().c_str(), p["layout"].get<std::string>().c_str());
+    std::printf("  files %llu, dirs %llu, payload %s, padding %s, index %s, on disk %s\n",
+                static_cast<unsigned long long>(p["files"].get<uint64_t>()),
+                static_cast<unsigned long long>(p["dirs"].get<uint64_t>()),
+                format_bytes(p["payload_bytes"]).c_str(), format_bytes(p["padding_bytes"]).c_str(),
+                format_bytes(p["index_bytes"]).c_str(), format_bytes(p["file_bytes"]).c_str());
+    const auto& rb = p["rank_payload_bytes"];
+    std::printf("  per-rank payload: min %s, mean %s, max %s; ZeRO padding %s\n",
+                format_bytes(rb["min"]).c_str(),
+                format_bytes(static_cast<uint64_t>(rb["mean"].get<double>())).c_str(),
+                format_bytes(rb["max"]).c_str(), format_bytes(p["zero_padding_bytes"]).c_str());
+    std::printf("  by state kind:");
+    for (auto it = p["state_kind_bytes"].begin(); it != p["state_kind_bytes"].end(); ++it)
+      std::printf(" %s %s;", it.key().c_str(), format_bytes(it.value()).c_str());
+    std::printf("\n  file sizes (power-of-two buckets):");
+    for (auto it = p["file_size_histogram"].begin(); it != p["file_size_histogram"].end(); ++it)
+      std::printf(" [%s] %llu;", it.key().c_str(),
+                  static_cast<unsigned long long>(it.value().get<uint64_t>()));
+    std::printf("\n");
+  }
+  return 0;
+}
+
+int cmd_run(const std::string& config_path, RunOptions opt, std::string output) {
+  MPI_Init(nullptr, nullptr);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int code = 0;
+  try {
+    RunConfig rc = parse_config(load_or_default(config_path));
+    RunResult r = run_benchmark(rc, opt, MPI_COMM_WORLD);
+    if (rank == 0) {
+      if (r.write_doc) {
+        if (output.empty()) {
+          std::string t = utc_now();
+          for (char& c : t)
+            if (c == ':') c = '-';
+          output = "results/ckptbench-" + t + ".json";
+        }
+        if (opt.dry_run) {
+          for (const auto& p : r.doc["points"])
+            std::printf("point %d %s: %s moved per repetition (save + restore), %llu files\n",
+                        p["index"].get<int>(), p["params"].dump().c_str(),
+                        format_bytes(p["bytes_per_repetition"]).c_str(),
+                        static_cast<unsigned long long>(p["plan"]["files"].get<uint64_t>()));
+        } else {
+          write_report(r.doc, output);
+          if (!opt.quiet) std::printf("\n%s", summary_table(r.doc).c_str());
+          std::printf("report: %s\n", output.c_str());
+        }
+      }
+      if (r.exit_code != 0) fail(r.error, r.exit_code);
+    }
+    code = r.exit_code;
+  } catch (const ConfigError& e) {
+    // Parsing happens identically on every rank: print once.
+    if (rank == 0) fail(e.what(), 2);
+    code = 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ckptbench: error (rank %d): %s\n", rank, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Finalize();
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "ckptbench: replays LLM checkpoint save/restore I/O patterns across MPI ranks and "
+      "measures them."};
+  app.set_version_flag("--version", std::string("ckptbench ") + kVersion + " (" + kGit + ")");
+  app.require_subcommand(1);
+
+  std::string config, target, output;
+  RunOptions ropt;
+  auto* run =
+      app.add_subcommand("run", "Run the benchmark (under mpirun/srun) and write a JSON report");
+  run->add_option(
+         "--config,-c", config,
+         "JSON config file (default: the embedded default config, see `ckptbench run --dry-run`)")
+      ->check(CLI::ExistingFile);
+  run->add_option("--target,-t", target,
+                  "Directory to write into (overrides the config's \"target\"); a fresh run "
+                  "directory is created inside it");
+  run->add_option("--output,-o", output,
+                  "Report path (default: results/ckptbench-<UTC time>.json)");
+  run->add_flag("--force", ropt.force, "Allow a target directory that is not empty");
+  run->add_flag("--quiet,-q", ropt.quiet, "No progress lines or summary table");
+  run->add_flag("--dry-run", ropt.dry_run,
+                "List the sweep points and the bytes each moves; no I/O");
+
+  std::string vpath;
+  auto* validate = app.add_subcommand(
+      "validate", "Check a config file; exit 2 with the reason if it is invalid");
+  validate->add_option("file", vpath, "Config file")->required();
+
+  std::string ppath;
+  int world = 0;
+  bool pjson = false;
+  auto* plan =
+      app.add_subcommand("plan", "Show the files and bytes a config would write; no I/O, no MPI");
+  plan->add_option("--config,-c", ppath, "Config file (default: the embedded default config)");
+  plan->add_option("--world,-w", world, "Job size in ranks (default: from the config)")
+      ->check(CLI::PositiveNumber);
+  plan->add_flag("--json", pjson, "Print JSON");
+
+  bool mjson = false;
+  auto* models = app.add_subcommand("models", "List the built-in model zoo with sizes");
+  models->add_flag("--json", mjson, "Print JSON");
+
+  auto* backends =
+      app.add_subcommand("backends", "List the I/O backends and whether each works here");
+  auto* defcfg = app.add_subcommand("default-config", "Print the embedded default config");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  try {
+    if (*run) {
+      ropt.target_override = target;
+      return cmd_run(config, ropt, output);
+    }
+    if (*validate) return cmd_validate(vpath);
+    if (*plan) return cmd_plan(ppath, world, pjson);
+    if (*models) return cmd_models(mjson);
+    if (*backends) {
+      json j = probe_backends();
+      for (const auto& b : backend_registry()) {
+        std::string st = j[b.name].get<std::string>();
+        std::printf("%-10s %-4s %s%s\n", b.name.c_str(), st == "ok" ? "ok" : "no",
+                    b.description.c_str(), st == "ok" ? "" : (" — " + st).c_str());
+      }
+      return 0;
+    }
+    if (*defcfg) {
+      std::cout << default_config().dump(2) << "\n";
+      return 0;
+    }
+  } catch (const ConfigError& e) {
+    return fail(e.what(), 2);
+  } catch (const std::exception& e) {
+    return fail(e.what(), 1);
+  }
+  return 0;
+}

@@ -1,0 +1,734 @@
+// Executes a run: for every sweep point and repetition, barrier-separated save and restore
+// phases with cache defeat in between, then cross-rank reduction into the report.
+#include "ckptbench/run.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "ckptbench/backend.hpp"
+#include "ckptbench/buffers.hpp"
+#include "ckptbench/error.hpp"
+#include "ckptbench/fs.hpp"
+#include "ckptbench/layout.hpp"
+#include "ckptbench/metrics.hpp"
+#include "ckptbench/model.hpp"
+#include "ckptbench/report.hpp"
+#include "ckptbench/sharding.hpp"
+#include "ckptbench/units.hpp"
+
+namespace ckpt {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr int kTagData = 4711;
+
+std::string hostname() {
+  char h[256] = {0};
+  gethostname(h, sizeof h - 1);
+  return h;
+}
+
+// Error agreement after a step that may fail on some ranks. Every rank calls it with its own
+// outcome; if any rank failed, every rank throws the lowest failing rank's message (prefixed
+// with rank and host), with the same error kind. Non-blocking with a bound: a failed rank whose
+// peers never arrive (stuck in a collective the failed rank left) aborts the job instead of
+// hanging it.
+enum class Outcome { ok = 0, io = 1, config = 2 };
+
+struct Agreement {
+  MPI_Comm comm;
+  double grace_s;
+  void operator()(Outcome mine, const std::string& msg, double phase_elapsed_s) const {
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    int local[2] = {static_cast<int>(mine), mine == Outcome::ok ? INT32_MAX : rank};
+    int global[2] = {0, 0};
+    int sendv[2] = {local[0], -local[1]};
+    int recv[2];
+    MPI_Request req;
+    MPI_Iallreduce(sendv, recv, 2, MPI_INT, MPI_MAX, comm, &req);
+    double limit = std::max(grace_s, 3 * phase_elapsed_s);
+    double t0 = now_s();
+    int done = 0;
+    while (!done) {
+      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      if (done) break;
+      if (mine != Outcome::ok && now_s() - t0 > limit) {
+        std::fprintf(stderr,
+                     "ckptbench: error: %s\nckptbench: other ranks did not reach the error check "
+                     "within %.0f s (stuck in a collective?); aborting the job\n",
+                     msg.c_str(), limit);
+        std::fflush(stderr);
+        MPI_Abort(comm, 1);
+      }
+      usleep(mine == Outcome::ok ? 50 : 1000);
+    }
+    global[0] = recv[0];
+    global[1] = -recv[1];
+    if (global[0] == 0) return;
+    // Lowest failing rank broadcasts its message.
+    int root = global[1];
+    int len = rank == root ? static_cast<int>(msg.size()) : 0;
+    MPI_Bcast(&len, 1, MPI_INT, root, comm);
+    std::string text(static_cast<size_t>(len), '\0');
+    if (rank == root) text = msg;
+    MPI_Bcast(text.data(), len, MPI_CHAR, root, comm);
+    // The error kind is that of the failing root (config errors exit 2).
+    int kind = rank == root ? static_cast<int>(mine) : 0;
+    MPI_Bcast(&kind, 1, MPI_INT, root, comm);
+    if (kind == static_cast<int>(Outcome::config)) throw ConfigError(text);
+    throw IoError(text);
+  }
+};
+
+// Runs fn; converts exceptions into an outcome and message (prefixed with rank and host).
+template <class Fn>
+std::pair<Outcome, std::string> attempt(int rank, Fn&& fn) {
+  try {
+    fn();
+    return {Outcome::ok, ""};
+  } catch (const ConfigError& e) {
+    return {Outcome::config, e.what()};
+  } catch (const std::exception& e) {
+    return {Outcome::io, "rank " + std::to_string(rank) + " (" + hostname() + "): " + e.what()};
+  }
+}
+
+// DataPath: pattern for this rank's extents; MPI transfers for node-aggregated ones.
+class RankDataPath final : public DataPath {
+ public:
+  RankDataPath(const Pattern& p, int rank, MPI_Comm comm, bool verify, const std::string& dir)
+      : p_(p), rank_(rank), comm_(comm), verify_(verify), dir_(dir) {}
+
+  void produce(const FileSpec& f, const Extent& e, uint64_t pos, Buffer& buf,
+               uint64_t len) override {
+    if (e.source >= 0 && e.source != rank_) {
+      recv(buf, len, e.source, f.path, e.offset + pos);
+      buf.holds_base = false;
+      return;
+    }
+    fill(f.id, e, pos, buf, len);
+  }
+
+  void consume(const FileSpec& f, const Extent& e, uint64_t pos, Buffer& buf,
+               uint64_t len) override {
+    if (e.source >= 0 && e.source != rank_) {
+      send(buf, len, e.source);
+      return;
+    }
+    check(f.id, f.path, e, pos, buf, len);
+  }
+
+  void fill(uint32_t file_id, const Extent& e, uint64_t pos, Buffer& buf, uint64_t len) {
+    p_.fill({buf.data, len}, file_id, e.offset, pos, buf.holds_base);
+    buf.holds_base = pos % p_.period() == 0;
+  }
+
+  // Verifies [pos, pos+len) of e (its payload part only, never the padding).
+  void check(uint32_t file_id, const std::string& path, const Extent& e, uint64_t pos, Buffer& buf,
+             uint64_t len) {
+    buf.holds_base = false;
+    if (!verify_) return;
+    uint64_t n = pos >= e.length ? 0 : std::min(len, e.length - pos);
+    if (n == 0) return;
+    auto bad = p_.check({buf.data, n}, file_id, e.offset, pos);
+    if (bad) {
+      uint64_t off = e.offset + pos + *bad;
+      throw IoError("verify failed: file '" + dir_ + "/" + path + "' byte offset " +
+                    std::to_string(off) + " differs from what was written (extent at offset " +
+                    std::to_string(e.offset) + ", " + std::to_string(e.length) + " bytes)");
+    }
+    bytes_verified_ += n;
+    buf.holds_base = pos % p_.period() == 0 && n == len;
+  }
+
+  void send(Buffer& buf, uint64_t len, int dest) {
+    if (MPI_Send(buf.data, static_cast<int>(len), MPI_BYTE, dest, kTagData, comm_) != MPI_SUCCESS)
+      throw IoError("node aggregation: MPI_Send of " + std::to_string(len) + " bytes to rank " +
+                    std::to_string(dest) + " failed");
+    buf.holds_base = false;
+  }
+
+  void recv(Buffer& buf, uint64_t len, int src, const std::string& path, uint64_t off) {
+    MPI_Status st;
+    int rc = MPI_Recv(buf.data, static_cast<int>(len), MPI_BYTE, src, kTagData, comm_, &st);
+    int got = 0;
+    MPI_Get_count(&st, MPI_BYTE, &got);
+    if (rc != MPI_SUCCESS || static_cast<uint64_t>(got) != len)
+      throw IoError("node aggregation: expected " + std::to_string(len) + " bytes from rank " +
+                    std::to_string(src) + " for '" + path + "' offset " + std::to_string(off) +
+                    ", got " + std::to_string(got));
+  }
+
+  uint64_t bytes_verified() const { return bytes_verified_; }
+
+ private:
+  const Pattern& p_;
+  int rank_;
+  MPI_Comm comm_;
+  bool verify_;
+  std::string dir_;
+  uint64_t bytes_verified_ = 0;
+};
+
+// Non-leader side of node aggregation: stream own extents to the leader (save), or receive
+// them back and verify (restore). Staging memory: one pool buffer.
+void remote_side(const RankIo& io, Phase phase, uint64_t block_size, Buffer& buf, RankDataPath& dp,
+                 PhaseRecorder& rec) {
+  if (io.leader < 0 || io.remote.empty()) return;
+  double t0 = now_s();
+  for (const auto& r : io.remote) {
+    for_each_op(r.extent, block_size, [&](uint64_t pos, uint64_t len) {
+      if (phase == Phase::save) {
+        dp.fill(r.file_id, r.extent, pos, buf, len);
+        dp.send(buf, len, io.leader);
+      } else {
+        dp.recv(buf, len, io.leader, r.path, r.extent.offset + pos);
+        dp.check(r.file_id, r.path, r.extent, pos, buf, len);
+      }
+    });
+  }
+  rec.add_time(Step::io, now_s() - t0);
+}
+
+struct NodeMap {
+  std::vector<int> node_of_rank;
+  int nodes = 1;
+  bool emulated = false;
+};
+
+NodeMap node_map(MPI_Comm comm, int ranks_per_node) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  NodeMap nm;
+  nm.node_of_rank.resize(size);
+  if (ranks_per_node > 0) {
+    for (int r = 0; r < size; r++) nm.node_of_rank[r] = r / ranks_per_node;
+    nm.emulated = true;
+  } else {
+    MPI_Comm shm;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shm);
+    int leader = rank;
+    MPI_Bcast(&leader, 1, MPI_INT, 0, shm);  // lowest world rank of the node (key = rank)
+    MPI_Comm_free(&shm);
+    std::vector<int> leaders(size);
+    MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm);
+    std::vector<int> uniq = leaders;
+    std::sort(uniq.begin(), uniq.end());
+    uniq.erase(std::unique(uniq.begin(), uniq.end()), uniq.end());
+    for (int r = 0; r < size; r++)
+      nm.node_of_rank[r] =
+          static_cast<int>(std::lower_bound(uniq.begin(), uniq.end(), leaders[r]) - uniq.begin());
+  }
+  nm.nodes = *std::max_element(nm.node_of_rank.begin(), nm.node_of_rank.end()) + 1;
+  return nm;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+json summarize(const json& reps, const char* phase) {
+  std::vector<double> bw, el;
+  for (const auto& r : reps) {
+    if (!r.contains(phase)) continue;
+    bw.push_back(r[phase]["bandwidth_GiBps"].get<double>());
+    el.push_back(r[phase]["elapsed_s"].get<double>());
+  }
+  if (bw.empty()) return json::object();
+  auto mmm = [](const std::vector<double>& v) {
+    return json{{"min", *std::min_element(v.begin(), v.end())},
+                {"median", median(v)},
+                {"max", *std::max_element(v.begin(), v.end())}};
+  };
+  return {{"bandwidth_GiBps", mmm(bw)}, {"elapsed_s", mmm(el)}, {"repetitions", bw.size()}};
+}
+
+json plan_json(const IoPlan& plan, const Parallelism& par, uint64_t align) {
+  const auto& st = plan.stats;
+  json hist = json::object();
+  for (auto [b, n] : st.size_histogram)
+    hist[b < 0 ? std::string("0") : ("2^" + std::to_string(b))] = n;
+  return {{"files", st.files},
+          {"dirs", st.dirs},
+          {"payload_bytes", st.payload_bytes},
+          {"padding_bytes", st.padding_bytes},
+          {"index_bytes", st.index_bytes},
+          {"file_bytes", st.file_bytes},
+          {"zero_padding_bytes", st.zero_padding_bytes},
+          {"rank_payload_bytes",
+           {{"min", st.rank_bytes_min}, {"mean", st.rank_bytes_mean}, {"max", st.rank_bytes_max}}},
+          {"file_size_histogram", hist},
+          {"state_kind_bytes", st.kind_bytes},
+          {"virtual_ranks", virtual_world(par)},
+          {"parallelism", parallelism_to_json(par)},
+          {"align", align},
+          {"any_shared_file", plan.any_shared}};
+}
+
+// Resolves "auto" and checks that the chosen method can work here.
+CacheMode resolve_cache(const PointConfig& pc, const NodeMap& nm, bool has_remote) {
+  if (pc.cache != CacheMode::auto_) return pc.cache;
+  if (pc.direct) return CacheMode::direct;
+  if (can_drop_caches()) return CacheMode::drop_caches;
+  if (nm.nodes > 1 && !nm.emulated && !has_remote) return CacheMode::rank_shift;
+  return CacheMode::fadvise;
+}
+
+std::string progress_params(const PointConfig& pc) {
+  if (pc.params.empty()) return layout_name(pc.layout.kind) + " " + pc.backend;
+  std::string s;
+  for (auto it = pc.params.begin(); it != pc.params.end(); ++it) {
+    std::string v = it->is_string() ? it->get<std::string>() : it->dump();
+    s += (s.empty() ? "" : " ") + it.key() + "=" + v;
+  }
+  return s;
+}
+
+struct Prepared {
+  ModelDesc model;
+  Parallelism par;
+  NodeMap nodes;
+  IoPlan plan;
+  uint64_t align = 4096;
+};
+
+Prepared prepare_point(const PointConfig& pc, MPI_Comm comm, uint64_t align) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  Prepared p;
+  p.model = build_model(pc.model);
+  p.par = resolve_parallelism(pc.parallelism, size, p.model);
+  p.nodes = node_map(comm, pc.ranks_per_node);
+  p.align = align;
+  PlanInput in;
+  in.model = &p.model;
+  in.state = pc.model.state;
+  in.par = p.par;
+  in.scale = pc.model.scale;
+  in.layout = pc.layout;
+  in.layout.align = align;
+  in.layout.pad_to_align = pc.direct;
+  in.real_world = size;
+  in.node_of_rank = p.nodes.node_of_rank;
+  p.plan = make_plan(in);
+  return p;
+}
+
+uint64_t point_align(const PointConfig& pc, uint64_t dio_align) {
+  if (pc.align) return pc.align;
+  return std::max<uint64_t>(4096, dio_align);
+}
+
+}  // namespace
+
+RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  Agreement agree{comm, 60.0};
+  RunResult res;
+  std::string target = opt.target_override.empty() ? cfg.target : opt.target_override;
+  const bool say = rank == 0 && !opt.quiet;
+
+  // ---- Bad input, found before any I/O: exit 2, no document, no file created. ----
+  std::vector<Prepared> prepared;  // only kept for a dry run
+  uint64_t need_bytes = 0;
+  try {
+    auto [o, m] = attempt(rank, [&] {
+      if (!opt.dry_run && rank == 0) check_target(target, opt.force);
+    });
+    agree(o, m, 0);
+    // Every point's model, sharding and plan are checked up front (deterministic on all ranks).
+    auto [o2, m2] = attempt(rank, [&] {
+      for (size_t i = 0; i < cfg.points.size(); i++) {
+        try {
+          Prepared p = prepare_point(cfg.points[i], comm, point_align(cfg.points[i], 4096));
+          need_bytes = cfg.keep ? need_bytes + p.plan.stats.file_bytes * cfg.repetitions
+                                : std::max(need_bytes, p.plan.stats.file_bytes);
+          if (opt.dry_run) prepared.push_back(std::move(p));
+        } catch (const ConfigError& e) {
+          if (cfg.points.size() == 1) throw;
+          throw ConfigError("point " + std::to_string(i + 1) + " " + cfg.points[i].params.dump() +
+                            ": " + e.what());
+        }
+      }
+    });
+    agree(o2, m2, 0);
+  } catch (const ConfigError& e) {
+    res.exit_code = 2;
+    res.error = e.what();
+    return res;
+  } catch (const Error& e) {
+    res.exit_code = 1;
+    res.error = e.what();
+    return res;
+  }
+
+  json doc = new_report();
+  doc["config"] = cfg.resolved;
+  if (opt.dry_run) {
+    doc["dry_run"] = true;
+    json pts = json::array();
+    for (size_t i = 0; i < prepared.size(); i++) {
+      const auto& pc = cfg.points[i];
+      pts.push_back({{"index", i + 1},
+                     {"params", pc.params},
+                     {"config", pc.resolved},
+                     {"plan", plan_json(prepared[i].plan, prepared[i].par, prepared[i].align)},
+                     {"bytes_per_repetition", 2 * prepared[i].plan.stats.file_bytes}});
+    }
+    doc["points"] = pts;
+    doc["status"] = "ok";
+    res.doc = rank == 0 ? doc : json::object();
+    return res;
+  }
+
+  // ---- The run directory and the file system facts. ----
+  target = absolute_path(target);
+  std::string run_dir;
+  FsInfo fsi;
+  std::string odirect_why;
+  bool odirect_ok = true;
+  {
+    auto [o, m] = attempt(rank, [&] {
+      if (rank != 0) return;
+      make_dirs(target);
+      char stamp[64];
+      std::string t = utc_now();
+      std::snprintf(stamp, sizeof stamp, "ckptbench-%s-%d", t.c_str(), static_cast<int>(getpid()));
+      for (char& c : stamp)
+        if (c == ':') c = '-';
+      run_dir = target + "/" + stamp;
+      if (::mkdir(run_dir.c_str(), 0755) != 0)
+        throw_errno("create run directory '" + run_dir + "'", errno);
+      fsi = probe_fs(run_dir);
+      dio_alignment(run_dir, fsi);
+      odirect_ok = supports_odirect(run_dir, &odirect_why);
+      // Free space: the largest point (or all of them with keep) plus 5% and 64 MiB of margin.
+      uint64_t want = need_bytes + need_bytes / 20 + (64ull << 20);
+      if (fsi.free_bytes < want) {
+        ::rmdir(run_dir.c_str());
+        throw ConfigError("target '" + target + "' has " + format_bytes(fsi.free_bytes) +
+                          " free, the run needs " + format_bytes(want) +
+                          " (largest point plus 5% margin); free space or lower model.scale");
+      }
+    });
+    try {
+      agree(o, m, 0);
+    } catch (const ConfigError& e) {
+      res.exit_code = 2;
+      res.error = e.what();
+      return res;
+    }
+  }
+  // Share run_dir and fs facts.
+  {
+    std::string blob = rank == 0 ? json{{"dir", run_dir},
+                                        {"fs", fsi.to_json()},
+                                        {"odirect", odirect_ok},
+                                        {"why", odirect_why}}
+                                       .dump()
+                                 : std::string();
+    int len = static_cast<int>(blob.size());
+    MPI_Bcast(&len, 1, MPI_INT, 0, comm);
+    blob.resize(static_cast<size_t>(len));
+    MPI_Bcast(blob.data(), len, MPI_CHAR, 0, comm);
+    json j = json::parse(blob);
+    run_dir = j["dir"];
+    fsi.type = j["fs"]["type"];
+    fsi.dio_offset_align = j["fs"]["dio_offset_align"];
+    fsi.dio_mem_align = j["fs"]["dio_mem_align"];
+    odirect_ok = j["odirect"];
+    odirect_why = j["why"];
+  }
+  // Checks that need the file system: still before any benchmark I/O.
+  {
+    std::string err;
+    for (size_t i = 0; i < cfg.points.size() && err.empty(); i++) {
+      const auto& pc = cfg.points[i];
+      std::string where = cfg.points.size() > 1 ? "point " + std::to_string(i + 1) + ": " : "";
+      if (pc.direct && !odirect_ok)
+        err = where + "'direct': true, but the target's file system (" + fsi.type +
+              ") refuses O_DIRECT (" + odirect_why + "); set \"direct\": false";
+      else if (pc.direct && pc.block_size % fsi.dio_offset_align != 0)
+        err = where + "'block_size': " + std::to_string(pc.block_size) +
+              " is not a multiple of the target's direct-I/O alignment " +
+              std::to_string(fsi.dio_offset_align) + " ('direct' is true)";
+      else if (pc.direct && pc.align && pc.align % fsi.dio_offset_align != 0)
+        err = where + "'align': " + std::to_string(pc.align) +
+              " is not a multiple of the target's direct-I/O alignment " +
+              std::to_string(fsi.dio_offset_align);
+    }
+    if (!err.empty()) {
+      if (rank == 0) ::rmdir(run_dir.c_str());
+      res.exit_code = 2;
+      res.error = err;
+      return res;
+    }
+  }
+
+  doc["environment"] = capture_environment(target, comm);
+  doc["environment"]["run_dir"] = run_dir;
+  doc["environment"]["file_system"] = fsi.to_json();
+  doc["environment"]["backends"] = probe_backends();
+  doc["points"] = json::array();
+  doc["status"] = "running";
+
+  const int npoints = static_cast<int>(cfg.points.size());
+  try {
+    for (int pi = 0; pi < npoints; pi++) {
+      const PointConfig& pc = cfg.points[pi];
+      const uint64_t align = point_align(pc, fsi.dio_offset_align);
+      json pj = {
+          {"index", pi + 1}, {"params", pc.params}, {"config", pc.resolved}, {"status", "running"}};
+      json warnings = json::array();
+      Prepared prep;
+      std::unique_ptr<Backend> backend;
+      {
+        auto [o, m] = attempt(rank, [&] {
+          prep = prepare_point(pc, comm, align);
+          backend = find_backend(pc.backend).create(pc);
+          if (!backend) throw ConfigError("backend '" + pc.backend + "' is not available here");
+        });
+        agree(o, m, 0);
+      }
+      const IoPlan& plan = prep.plan;
+      const RankIo& mine = plan.ranks[rank];
+      bool has_remote = false;
+      for (const auto& r : plan.ranks) has_remote |= !r.remote.empty();
+      CacheMode cache = resolve_cache(pc, prep.nodes, has_remote);
+      if (cache == CacheMode::rank_shift && has_remote)
+        throw ConfigError("'cache': \"rank-shift\" cannot be used with layout 'aggregated-node'");
+      if (cache == CacheMode::rank_shift && (prep.nodes.nodes < 2 || prep.nodes.emulated))
+        warnings.push_back(
+            "cache rank-shift on a single real node: restore reads another rank's files from the "
+            "same page cache, so it does not defeat the cache");
+      if (cache == CacheMode::none)
+        warnings.push_back(
+            "cache 'none': restore may be served from the page cache (not disk speed)");
+      if (pc.sync == SyncPolicy::none && !pc.direct)
+        warnings.push_back(
+            "sync 'none' with buffered I/O: save time ends when data reaches the page cache, "
+            "not the disk");
+      if (pc.sync == SyncPolicy::none && pc.direct)
+        warnings.push_back(
+            "sync 'none' with O_DIRECT: completed writes may still sit in a volatile disk cache");
+      if (rank == 0)
+        for (const auto& w : warnings)
+          std::fprintf(stderr, "ckptbench: warning: %s\n", w.get<std::string>().c_str());
+
+      pj["plan"] = plan_json(plan, prep.par, align);
+      std::vector<int> vr_run;
+      for (const auto& r : plan.ranks)
+        if (!r.vranks.empty()) vr_run.insert(vr_run.end(), r.vranks.begin(), r.vranks.end());
+      pj["plan"]["virtual_ranks_run"] = vr_run.size();
+      pj["plan"]["real_ranks"] = size;
+      pj["plan"]["nodes"] = prep.nodes.nodes;
+      pj["plan"]["nodes_emulated"] = prep.nodes.emulated;
+
+      const size_t nbuf = static_cast<size_t>(std::max(1, pc.queue_depth));
+      BufferPool pool(nbuf, pc.block_size, std::max<uint64_t>(fsi.dio_mem_align, 4096));
+      Pattern pattern(pc.block_size, 0x5EED0000ull + static_cast<uint64_t>(pi));
+      pool.prefill(pattern);
+
+      json reps = json::array();
+      for (int rep = 0; rep < cfg.repetitions; rep++) {
+        char sub[64];
+        std::snprintf(sub, sizeof sub, "point-%03d/rep-%02d", pi + 1, rep + 1);
+        const std::string dir = run_dir + "/" + sub;
+        // Directories (untimed): rank 0 makes the repetition directory, every rank the parents
+        // of its own files.
+        {
+          auto [o, m] = attempt(rank, [&] {
+            if (rank == 0) make_dirs(dir);
+          });
+          agree(o, m, 0);
+          auto [o2, m2] = attempt(rank, [&] {
+            std::set<std::string> parents;
+            for (const auto& f : mine.files) {
+              auto slash = f.path.rfind('/');
+              if (slash != std::string::npos) parents.insert(f.path.substr(0, slash));
+            }
+            for (const auto& p : parents) make_dirs(dir + "/" + p);
+          });
+          agree(o2, m2, 0);
+        }
+        json rj = {{"repetition", rep + 1}};
+        RankDataPath dp(pattern, rank, comm, cfg.verify, dir);
+        auto run_phase = [&](Phase phase, const RankIo& io) {
+          PhaseRecorder rec;
+          PhaseContext ctx;
+          ctx.phase = phase;
+          ctx.cfg = &pc;
+          ctx.plan = &plan;
+          ctx.model = &prep.model;
+          ctx.io = &io;
+          ctx.dir = dir;
+          ctx.comm = comm;
+          ctx.pool = &pool;
+          ctx.data = &dp;
+          ctx.rec = &rec;
+          ctx.align = align;
+          ctx.verify = cfg.verify && phase == Phase::restore;
+          MPI_Barrier(comm);
+          rec.start_s = now_s();
+          auto [o, m] = attempt(rank, [&] {
+            backend->run(ctx);
+            remote_side(io, phase, pc.block_size, pool.at(0), dp, rec);
+          });
+          rec.end_s = now_s();
+          agree(o, m, rec.end_s - rec.start_s);
+          return reduce_phase(rec, comm);
+        };
+        PhaseResult save = run_phase(Phase::save, mine);
+        rj["save"] = save.to_json();
+        rj["save"]["sync"] = sync_name(pc.sync);
+
+        // Cache defeat (untimed), then measure what is still resident.
+        json cj = {{"method", cache_name(cache)}};
+        {
+          auto [o, m] = attempt(rank, [&] {
+            if (cache == CacheMode::fadvise)
+              for (const auto& f : mine.files) fadvise_dontneed(dir + "/" + f.path);
+          });
+          agree(o, m, 0);
+          if (cache == CacheMode::drop_caches) {
+            MPI_Barrier(comm);
+            bool leader =
+                rank == 0 || prep.nodes.node_of_rank[rank] != prep.nodes.node_of_rank[rank - 1];
+            auto [o2, m2] = attempt(rank, [&] {
+              if (leader && !prep.nodes.emulated) {
+                std::string why = drop_caches();
+                if (!why.empty()) throw IoError("cache 'drop-caches': " + why);
+              } else if (rank == 0) {
+                std::string why = drop_caches();
+                if (!why.empty()) throw IoError("cache 'drop-caches': " + why);
+              }
+            });
+            agree(o2, m2, 0);
+          }
+          // Residency of the files this rank will read (sampled: at most 256 files per rank).
+          const RankIo& rio = cache == CacheMode::rank_shift
+                                  ? plan.ranks[(rank + std::max(1, size / prep.nodes.nodes)) % size]
+                                  : mine;
+          uint64_t res_b = 0, tot_b = 0;
+          size_t sampled = 0;
+          for (const auto& f : rio.files) {
+            if (sampled++ >= 256) break;
+            uint64_t rb = 0, fb = 0;
+            if (resident_fraction(dir + "/" + f.path, &rb, &fb) >= 0) {
+              res_b += rb;
+              tot_b += fb;
+            }
+          }
+          uint64_t loc[2] = {res_b, tot_b}, glob[2];
+          MPI_Allreduce(loc, glob, 2, MPI_UINT64_T, MPI_SUM, comm);
+          cj["resident_bytes_sampled"] = glob[0];
+          cj["file_bytes_sampled"] = glob[1];
+          cj["resident_fraction"] =
+              glob[1] ? static_cast<double>(glob[0]) / static_cast<double>(glob[1]) : 0.0;
+          cj["bypassed_by_o_direct"] = pc.direct;
+        }
+        rj["cache"] = cj;
+
+        const RankIo& rio = cache == CacheMode::rank_shift
+                                ? plan.ranks[(rank + std::max(1, size / prep.nodes.nodes)) % size]
+                                : mine;
+        PhaseResult restore = run_phase(Phase::restore, rio);
+        rj["restore"] = restore.to_json();
+        uint64_t v = dp.bytes_verified(), vsum = 0;
+        MPI_Allreduce(&v, &vsum, 1, MPI_UINT64_T, MPI_SUM, comm);
+        rj["verified"] = cfg.verify;
+        rj["bytes_verified"] = vsum;
+        rj["restore"]["verify_inline"] = cfg.verify;
+        reps.push_back(rj);
+
+        if (say)
+          std::printf(
+              "[%d/%d] %s rep %d/%d: save %.3f GiB/s (%.3f s), restore %.3f GiB/s (%.3f s)\n",
+              pi + 1, npoints, progress_params(pc).c_str(), rep + 1, cfg.repetitions,
+              save.bandwidth_GiBps(), save.elapsed_s, restore.bandwidth_GiBps(), restore.elapsed_s);
+        if (say) std::fflush(stdout);
+        // Clean up (untimed) unless kept.
+        MPI_Barrier(comm);
+        if (!cfg.keep) {
+          auto [o, m] = attempt(rank, [&] {
+            if (rank == 0) remove_tree(dir, run_dir);
+          });
+          agree(o, m, 0);
+        }
+      }
+      pj["repetitions"] = reps;
+      pj["summary"] = {{"save", summarize(reps, "save")}, {"restore", summarize(reps, "restore")}};
+      pj["settings"] = {
+          {"align", align},
+          {"pad_to_align", pc.direct},
+          {"dio_offset_align", fsi.dio_offset_align},
+          {"buffer_pool_bytes", pool.total_bytes()},
+          {"buffers", pool.count()},
+          {"cache", cache_name(cache)},
+          {"sync", sync_name(pc.sync)},
+          {"preallocate", pc.preallocate},
+          {"pattern",
+           {{"period_bytes", pattern.period()},
+            {"stamp_every_bytes", Pattern::kStampEvery},
+            {"fill", "pool prefilled before timing; 16-byte stamp per 4 KiB inside the timed save"},
+            {"verify", cfg.verify ? "inline in the timed restore" : "off"}}},
+          {"backend", backend->describe()}};
+      pj["warnings"] = warnings;
+      pj["status"] = "ok";
+      doc["points"].push_back(pj);
+      if (!cfg.keep && rank == 0) {
+        std::error_code ec;
+        std::filesystem::remove(
+            run_dir + "/" +
+                [&] {
+                  char b[32];
+                  std::snprintf(b, sizeof b, "point-%03d", pi + 1);
+                  return std::string(b);
+                }(),
+            ec);
+      }
+    }
+    doc["status"] = "ok";
+  } catch (const Error& e) {
+    res.exit_code = dynamic_cast<const ConfigError*>(&e) ? 2 : 1;
+    res.error = e.what();
+    doc["status"] = "failed";
+    doc["error"] = e.what();
+    doc["points_completed"] = doc["points"].size();
+    // Every rank agreed on this error, so a barrier is safe; then remove what this run made.
+    MPI_Barrier(comm);
+    if (!cfg.keep && rank == 0) {
+      try {
+        remove_tree(run_dir, target);
+      } catch (const Error&) {
+      }
+    }
+  }
+  if (!cfg.keep && rank == 0) {
+    std::error_code ec;
+    std::filesystem::remove(run_dir, ec);  // only if empty: never deletes what we did not make
+  }
+  doc["finished_at"] = utc_now();
+  res.write_doc = true;
+  res.doc = rank == 0 ? doc : json::object();
+  return res;
+}
+
+}  // namespace ckpt
