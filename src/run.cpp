@@ -597,6 +597,9 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
         };
         PhaseResult save = run_phase(Phase::save, mine);
         rj["save"] = save.to_json();
+        // Distinct files (a shared file counts once); per-rank handles are counted separately.
+        rj["save"]["rank_file_handles"] = save.files;
+        rj["save"]["files"] = plan.stats.files;
         rj["save"]["sync"] = sync_name(pc.sync);
 
         // Cache defeat (untimed), then measure what is still resident.
@@ -651,6 +654,8 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
                                 : mine;
         PhaseResult restore = run_phase(Phase::restore, rio);
         rj["restore"] = restore.to_json();
+        rj["restore"]["rank_file_handles"] = restore.files;
+        rj["restore"]["files"] = plan.stats.files;
         uint64_t v = dp.bytes_verified(), vsum = 0;
         MPI_Allreduce(&v, &vsum, 1, MPI_UINT64_T, MPI_SUM, comm);
         rj["verified"] = cfg.verify;

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages ckptbench needs, only those that are missing.
+# Usage: scripts/setup.sh [--with-plots]
+set -euo pipefail
+
+pkgs=(build-essential cmake pkg-config git
+      libopenmpi-dev openmpi-bin
+      liburing-dev
+      libhdf5-openmpi-dev hdf5-tools
+      libcli11-dev nlohmann-json3-dev libgtest-dev
+      fio python3 python3-matplotlib)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "setup: installing missing packages: ${missing[*]}"
+if [ "$(id -u)" -eq 0 ]; then
+  SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+  SUDO="sudo"
+else
+  echo "setup: error: need root or sudo to install: ${missing[*]}" >&2
+  echo "setup: ask your administrator, or install them and re-run" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"

@@ -1,0 +1,191 @@
+// Size parsing and config validation: every bad input names the key and what is allowed.
+#include <gtest/gtest.h>
+
+#include "ckptbench/config.hpp"
+#include "ckptbench/error.hpp"
+#include "ckptbench/units.hpp"
+
+using namespace ckpt;
+using json = nlohmann::json;
+
+namespace {
+
+json base() {
+  return json::parse(R"({"model": "tiny", "parallelism": {"tp": 1, "dp": "auto"},
+                         "layout": "file-per-shard", "backend": "posix", "block_size": "1M"})");
+}
+
+// Expects a ConfigError whose message contains every fragment.
+void expect_error(const json& doc, std::initializer_list<const char*> fragments) {
+  try {
+    parse_config(doc);
+    FAIL() << "no error for " << doc.dump();
+  } catch (const ConfigError& e) {
+    std::string m = e.what();
+    for (const char* f : fragments) EXPECT_NE(m.find(f), std::string::npos) << "'" << f << "' not in: " << m;
+  }
+}
+
+}  // namespace
+
+TEST(Units, ParsesBinarySizes) {
+  EXPECT_EQ(parse_size("4096", "x"), 4096u);
+  EXPECT_EQ(parse_size("4K", "x"), 4096u);
+  EXPECT_EQ(parse_size("4k", "x"), 4096u);
+  EXPECT_EQ(parse_size("4KiB", "x"), 4096u);
+  EXPECT_EQ(parse_size("1M", "x"), 1u << 20);
+  EXPECT_EQ(parse_size("1MiB", "x"), 1u << 20);
+  EXPECT_EQ(parse_size("2GiB", "x"), 2ull << 30);
+  EXPECT_EQ(parse_size("2 GB", "x"), 2ull << 30);
+  EXPECT_EQ(parse_size("1T", "x"), 1ull << 40);
+  EXPECT_EQ(parse_size("0", "x", true), 0u);
+}
+
+TEST(Units, RejectsBadSizes) {
+  for (const char* bad : {"", "0", "-1", "-4K", "abc", "4X", "4KX", "1.5M", "4K junk",
+                          "99999999999999999999", "20000000P"}) {
+    try {
+      parse_size(bad, "'block_size'");
+      FAIL() << "accepted '" << bad << "'";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("'block_size'"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Units, FormatsBytes) {
+  EXPECT_EQ(format_bytes(512), "512 B");
+  EXPECT_EQ(format_bytes(1536), "1.50 KiB");
+  EXPECT_EQ(format_bytes(3ull << 30), "3.00 GiB");
+}
+
+TEST(Config, DefaultConfigIsValid) {
+  RunConfig rc = parse_config(default_config());
+  ASSERT_EQ(rc.points.size(), 1u);
+  EXPECT_EQ(rc.points[0].backend, "posix");
+  EXPECT_EQ(rc.points[0].layout.kind, LayoutKind::file_per_shard);
+  EXPECT_TRUE(rc.points[0].direct);
+  EXPECT_EQ(rc.resolved["block_size"], 1 << 20);
+}
+
+TEST(Config, ResolvedEchoHasDefaults) {
+  RunConfig rc = parse_config(base());
+  const auto& r = rc.resolved;
+  for (const char* k : {"model", "parallelism", "layout", "backend", "block_size", "direct", "sync",
+                        "repetitions", "verify", "keep", "preallocate", "cache", "queue_depth"})
+    EXPECT_TRUE(r.contains(k)) << k;
+  EXPECT_EQ(r["sync"], "end");
+  EXPECT_EQ(r["repetitions"], 1);
+}
+
+TEST(Config, UnknownKeyNamed) {
+  json d = base();
+  d["blocksize"] = "1M";
+  expect_error(d, {"unknown key 'blocksize'", "block_size"});
+  json d2 = base();
+  d2["parallelism"]["tensor"] = 2;
+  expect_error(d2, {"parallelism.tensor"});
+}
+
+TEST(Config, WrongTypeNamed) {
+  json d = base();
+  d["direct"] = "yes";
+  expect_error(d, {"'direct'", "true or false", "string"});
+  json d2 = base();
+  d2["repetitions"] = "3";
+  expect_error(d2, {"'repetitions'", "integer"});
+  json d3 = base();
+  d3["block_size"] = true;
+  expect_error(d3, {"'block_size'", "size"});
+}
+
+TEST(Config, BadSizesNamed) {
+  for (json v : {json("0"), json(0), json(-4096), json("-1M"), json("lots"), json("1.5M")}) {
+    json d = base();
+    d["block_size"] = v;
+    expect_error(d, {"'block_size'"});
+  }
+}
+
+TEST(Config, OutOfRangeNamed) {
+  json d = base();
+  d["repetitions"] = 0;
+  expect_error(d, {"'repetitions'", "out of range", "1 to"});
+  json d2 = base();
+  d2["queue_depth"] = 5000;
+  expect_error(d2, {"'queue_depth'", "4096"});
+}
+
+TEST(Config, BadChoicesListAllowed) {
+  json d = base();
+  d["sync"] = "always";
+  expect_error(d, {"'sync'", "always", "none, file, end"});
+  json d2 = base();
+  d2["layout"] = "one-big-file";
+  expect_error(d2, {"'layout'", "file-per-tensor", "shared-file"});
+  json d3 = base();
+  d3["backend"] = "libaio";
+  expect_error(d3, {"'backend'", "libaio", "posix", "io_uring"});
+}
+
+TEST(Config, DirectNeedsAlignedBlockSize) {
+  json d = base();
+  d["direct"] = true;
+  d["block_size"] = 1000;
+  expect_error(d, {"'block_size'", "1000", "direct"});
+  json d2 = base();
+  d2["direct"] = true;
+  d2["align"] = 4096;
+  d2["block_size"] = "6K";
+  expect_error(d2, {"'block_size'", "'align' 4096"});
+  json ok = base();
+  ok["direct"] = true;
+  ok["block_size"] = "4K";
+  EXPECT_NO_THROW(parse_config(ok));
+}
+
+TEST(Config, AlignMustBePowerOfTwo) {
+  json d = base();
+  d["align"] = 3000;
+  expect_error(d, {"'align'", "power of two"});
+}
+
+TEST(Config, SweepIsCartesianInStableOrder) {
+  json d = base();
+  d.erase("backend");
+  d.erase("block_size");
+  d["sweep"] = {{"backend", {"posix", "io_uring"}}, {"block_size", {"64K", "1M"}}, {"queue_depth", {1, 8}}};
+  RunConfig rc = parse_config(d);
+  ASSERT_EQ(rc.points.size(), 8u);
+  // First key (alphabetical: backend) varies slowest.
+  EXPECT_EQ(rc.points[0].backend, "posix");
+  EXPECT_EQ(rc.points[3].backend, "posix");
+  EXPECT_EQ(rc.points[4].backend, "io_uring");
+  EXPECT_EQ(rc.points[0].block_size, 64u << 10);
+  EXPECT_EQ(rc.points[2].block_size, 1u << 20);
+  EXPECT_EQ(rc.points[1].queue_depth, 8);
+  EXPECT_EQ(rc.points[5].params["queue_depth"], 8);
+}
+
+TEST(Config, SweepExcludeAndShorthands) {
+  json d = base();
+  d.erase("parallelism");
+  d["sweep"] = {{"tp", {1, 2}}, {"zero_stage", {0, 1, 3}}};
+  d["exclude"] = json::array({{{"tp", 2}, {"zero_stage", 3}}});
+  RunConfig rc = parse_config(d);
+  EXPECT_EQ(rc.points.size(), 5u);
+  for (const auto& p : rc.points)
+    EXPECT_FALSE(p.parallelism.tp == 2 && p.parallelism.zero_stage == 3);
+}
+
+TEST(Config, SweepErrorsNamed) {
+  json d = base();
+  d["sweep"] = {{"colour", {1, 2}}};
+  expect_error(d, {"'sweep.colour'", "not a sweepable key"});
+  json d2 = base();
+  d2["sweep"] = {{"queue_depth", json::array()}};
+  expect_error(d2, {"'sweep.queue_depth'", "non-empty list"});
+  json d3 = base();
+  d3["sweep"] = {{"queue_depth", {1, 0}}};
+  expect_error(d3, {"'queue_depth'", "sweep point"});
+}

@@ -1,0 +1,152 @@
+// Layout plans: file counts, alignment, padding, sizes, shared-file writers, chunking.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "ckptbench/layout.hpp"
+#include "ckptbench/units.hpp"
+
+using namespace ckpt;
+
+namespace {
+
+struct Fixture {
+  ModelDesc model;
+  PlanInput in;
+  explicit Fixture(LayoutKind kind, int world = 4, int tp = 2, int zero = 1) {
+    ModelConfig mc;
+    mc.preset = "tiny";
+    model = build_model(mc);
+    Parallelism p;
+    p.tp = tp;
+    p.zero_stage = zero;
+    in.model = &model;
+    in.par = resolve_parallelism(p, world, model);
+    in.layout.kind = kind;
+    in.layout.align = 4096;
+    in.real_world = world;
+    in.node_of_rank.assign(world, 0);
+    for (int r = 0; r < world; r++) in.node_of_rank[r] = r / 2;
+  }
+};
+
+// Every extent of every rank: aligned, inside its file, non-overlapping per file.
+void check_extents(const IoPlan& plan, uint64_t align, bool padded) {
+  std::map<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>> by_file;
+  std::map<uint32_t, uint64_t> sizes;
+  uint64_t payload = 0;
+  for (const auto& r : plan.ranks)
+    for (const auto& f : r.files) {
+      sizes[f.id] = f.size;
+      for (const auto& e : f.extents) {
+        EXPECT_EQ(e.offset % align, 0u) << f.path;
+        if (padded) {
+          EXPECT_EQ(e.padded % align, 0u) << f.path;
+        }
+        EXPECT_GE(e.padded, e.length);
+        EXPECT_LE(e.offset + e.padded, f.size) << f.path;
+        by_file[f.id].push_back({e.offset, e.offset + e.padded});
+        if (e.shard >= 0) payload += e.length;
+      }
+    }
+  for (auto& [id, v] : by_file) {
+    std::sort(v.begin(), v.end());
+    for (size_t i = 1; i < v.size(); i++) EXPECT_LE(v[i - 1].second, v[i].first) << "overlap in file " << id;
+  }
+  EXPECT_EQ(payload, plan.stats.payload_bytes);
+  uint64_t shard_bytes = 0;
+  for (const auto& rs : plan.shards) shard_bytes += rs.payload_bytes;
+  EXPECT_EQ(payload, shard_bytes);
+}
+
+}  // namespace
+
+TEST(Layout, FilePerShardUsesDeepSpeedNames) {
+  Fixture fx(LayoutKind::file_per_shard);
+  IoPlan plan = make_plan(fx.in);
+  std::set<std::string> names;
+  for (const auto& r : plan.ranks)
+    for (const auto& f : r.files) {
+      names.insert(f.path);
+      EXPECT_FALSE(f.shared);
+      EXPECT_TRUE(f.create);
+    }
+  // TP2 x DP2, ZeRO-1: 2 model-state files (dp 0), 4 optimizer partitions.
+  EXPECT_EQ(plan.stats.files, 6u);
+  EXPECT_TRUE(names.count("mp_rank_00_model_states.pt"));
+  EXPECT_TRUE(names.count("mp_rank_01_model_states.pt"));
+  EXPECT_TRUE(names.count("bf16_zero_pp_rank_1_mp_rank_01_optim_states.pt"));
+  check_extents(plan, 4096, false);
+}
+
+TEST(Layout, FilePerTensorOneFilePerShard) {
+  Fixture fx(LayoutKind::file_per_tensor);
+  IoPlan plan = make_plan(fx.in);
+  size_t shards = 0;
+  for (const auto& rs : plan.shards) shards += rs.shards.size();
+  EXPECT_EQ(plan.stats.files, shards);
+  EXPECT_GT(plan.stats.dirs, 0u);
+  check_extents(plan, 4096, false);
+}
+
+TEST(Layout, AggregatedRankOneFileWithIndex) {
+  Fixture fx(LayoutKind::aggregated_rank);
+  fx.in.layout.pad_to_align = true;
+  IoPlan plan = make_plan(fx.in);
+  EXPECT_EQ(plan.stats.files, 4u);
+  EXPECT_GT(plan.stats.index_bytes, 0u);
+  EXPECT_GT(plan.stats.padding_bytes, 0u);
+  for (const auto& r : plan.ranks) {
+    ASSERT_EQ(r.files.size(), 1u);
+    EXPECT_EQ(r.files[0].extents.back().shard, -1);  // index footer last
+  }
+  check_extents(plan, 4096, true);
+}
+
+TEST(Layout, SharedFileHasAllWritersAndOneCreator) {
+  Fixture fx(LayoutKind::shared_file);
+  IoPlan plan = make_plan(fx.in);
+  EXPECT_EQ(plan.stats.files, 1u);
+  EXPECT_TRUE(plan.any_shared);
+  int creators = 0;
+  for (const auto& r : plan.ranks) {
+    ASSERT_EQ(r.files.size(), 1u);
+    EXPECT_EQ(r.files[0].writers.size(), 4u);
+    creators += r.files[0].create;
+  }
+  EXPECT_EQ(creators, 1);
+  check_extents(plan, 4096, false);
+}
+
+TEST(Layout, AggregatedNodeLeaderWritesForItsNode) {
+  Fixture fx(LayoutKind::aggregated_node);
+  IoPlan plan = make_plan(fx.in);
+  EXPECT_EQ(plan.stats.files, 2u);
+  EXPECT_EQ(plan.ranks[0].files.size(), 1u);
+  EXPECT_EQ(plan.ranks[1].files.size(), 0u);
+  EXPECT_EQ(plan.ranks[1].leader, 0);
+  EXPECT_FALSE(plan.ranks[1].remote.empty());
+  EXPECT_EQ(plan.ranks[3].leader, 2);
+  check_extents(plan, 4096, false);
+}
+
+TEST(Layout, ChunkingSplitsFilesAtChunkSize) {
+  Fixture fx(LayoutKind::aggregated_rank);
+  fx.in.layout.chunk_size = 1 << 20;
+  IoPlan plan = make_plan(fx.in);
+  Fixture whole(LayoutKind::aggregated_rank);
+  IoPlan p2 = make_plan(whole.in);
+  EXPECT_GT(plan.stats.files, p2.stats.files);
+  EXPECT_EQ(plan.stats.payload_bytes, p2.stats.payload_bytes);
+  for (const auto& r : plan.ranks)
+    for (const auto& f : r.files) EXPECT_LE(f.size, 1u << 20) << f.path;
+}
+
+TEST(Layout, ZeroStage0OnlyDpRank0Writes) {
+  Fixture fx(LayoutKind::aggregated_rank, 4, 2, 0);
+  IoPlan plan = make_plan(fx.in);
+  EXPECT_EQ(plan.stats.files, 2u);  // tp0 and tp1 of dp 0
+  EXPECT_TRUE(plan.ranks[2].files.empty());
+  EXPECT_TRUE(plan.ranks[3].files.empty());
+}
