@@ -62,6 +62,24 @@ struct RankShards {
   uint64_t zero_padding_bytes = 0; // ZeRO flat-buffer padding owned by this rank (scaled)
 };
 
+// Rules (decisions documented here):
+// - ZeRO 0: DP rank 0 of each (tp, pp) saves whole TP-local tensors of every state kind.
+//   ZeRO 1/2: weights as ZeRO 0; each optimizer kind (master, exp_avg, exp_avg_sq | momentum) is
+//   the flattened concatenation, in tensor order, of this (tp, pp)'s tensors, padded to a
+//   multiple of DP and split evenly: DP rank d owns elements [d*P, (d+1)*P); the padding falls
+//   on the last DP rank(s) and is reported in zero_padding_bytes, not as shards. ZeRO 3: weights
+//   partitioned the same way. optimizer none: ZeRO 1/2 partition nothing (DP rank 0 writes the
+//   weights), ZeRO 3 partitions the weights.
+// - Replicated tensors (norms, row-parallel biases, router) are saved by every TP rank, as
+//   Megatron does; integer/bool tensors (imported buffers) carry no optimizer state.
+// - TP must divide heads, kv_heads and ffn (and every non-vocabulary split dim); tp > kv_heads is
+//   rejected (Megatron would replicate KV heads; not modelled). Vocabulary-parallel tensors may
+//   split unevenly (first n % TP ranks get one extra row) instead of Megatron's vocab padding.
+// - Tied embeddings: only the first stage holds the embedding (no copy on the last stage).
+// - sizing dlio: the model is one synthetic "model_states" tensor of N parameters, split over
+//   PP stages then TP ranks (TensorDesc::pp_split); its state kinds give DLIO's fp16 weights and
+//   3 fp32 optimizer tensors, so layouts see ordinary shards. DLIO orders ranks tp-pp-dp: set
+//   parallelism.rank_order accordingly to line up with MLPerf Storage.
 // Shards virtual rank `vrank` saves. Deterministic; cost proportional to this rank's share of the
 // tensors (it must not build every rank's list). `scale` in (0,1].
 RankShards shards_for_rank(const ModelDesc& m, const TrainingState& ts, const Parallelism& resolved,
