@@ -54,6 +54,7 @@ class PatternPath final : public DataPath {
  public:
   Pattern pat{1 << 16, 0x1234};
   uint64_t produced = 0, consumed = 0;
+  void new_phase() { last_file_ = ~0u; }
   void produce(const FileSpec& f, const Extent& e, uint64_t pos, Buffer& buf,
                uint64_t len) override {
     order(f, e, pos);
@@ -156,6 +157,7 @@ inline void run_phase(Backend& b, const PlanSetup& s, Phase ph, const RankIo& io
   ctx.rec = &rec;
   ctx.align = 4096;
   ctx.verify = ph == Phase::restore;
+  dp.new_phase();
   b.run(ctx);
 }
 

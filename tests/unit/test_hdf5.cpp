@@ -66,6 +66,13 @@ PointConfig point(json opts = json::object()) {
   return p;
 }
 
+TensorDesc tensor(const std::string& name, std::vector<uint64_t> shape) {
+  TensorDesc t;
+  t.name = name;
+  t.shape = std::move(shape);
+  return t;
+}
+
 // Brute force: the elements the blocks cover, in row-major order.
 std::vector<uint64_t> covered(const std::vector<uint64_t>& dims,
                               const std::vector<hdf5::Block>& bs) {
@@ -108,14 +115,7 @@ TEST(Hdf5Blocks, LinearRangesMatchBruteForce) {
 
 TEST(Hdf5Naming, PathsShapesChunks) {
   ModelDesc m;
-  m.tensors = {{
-                   "layers.3.attention.wq.weight",
-                   {8, 8},
-                   0,
-                   Placement::layer,
-                   3,
-               },
-               {"odd/name", {4}, -1, Placement::layer, 0}};
+  m.tensors = {tensor("layers.3.attention.wq.weight", {8, 8}), tensor("odd/name", {4})};
   Shard s;
   s.tensor = 0;
   s.kind = StateKind::exp_avg;
@@ -212,9 +212,8 @@ struct Fixture {
   RankIo io;
   Fixture() {
     model.name = "tiny";
-    model.tensors = {{"embed.weight", {64, 24}, 0, Placement::first_stage, -1},
-                     {"layers.0.attention.wq.weight", {24, 24}, 0, Placement::layer, 0},
-                     {"norm.weight", {24}, -1, Placement::last_stage, -1}};
+    model.tensors = {tensor("embed.weight", {64, 24}),
+                     tensor("layers.0.attention.wq.weight", {24, 24}), tensor("norm.weight", {24})};
     RankShards rs;
     auto add = [&](uint32_t t, StateKind k, DType dt, std::vector<uint64_t> shape, uint64_t bytes,
                    bool frag = false, uint64_t eo = 0) {
@@ -384,8 +383,9 @@ TEST_P(Hdf5RoundTrip, SaveRestoreAndReadBack) {
   hid_t emb = H5Dopen2(fid, "/rank_00000/weights/embed.weight", H5P_DEFAULT);
   haddr_t off = H5Dget_offset(emb);
   H5Dclose(emb);
-  if (!c.opts.contains("chunk") && c.opts.value("align_threshold", 4096) <= 3072)
+  if (!c.opts.contains("chunk") && c.opts.value("align_threshold", 4096) <= 3072) {
     EXPECT_EQ(off % 4096, 0u) << off;
+  }
   H5Aclose(sa);
   H5Dclose(a);
   H5Fclose(fid);
