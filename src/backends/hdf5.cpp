@@ -318,6 +318,7 @@ const char* file_type_name(DType t) {
 void write_attr_string(hid_t obj, const char* name, const std::string& v) {
   Hid t(H5Tcopy(H5T_C_S1), H5Tclose);
   h5check(H5Tset_size(t.get(), std::max<size_t>(1, v.size())), "H5Tset_size");
+  h5check(H5Tset_strpad(t.get(), H5T_STR_NULLPAD), "H5Tset_strpad");  // exact-size, no NUL
   Hid sp(H5Screate(H5S_SCALAR), H5Sclose);
   Hid a(h5check(H5Acreate2(obj, name, t.get(), sp.get(), H5P_DEFAULT, H5P_DEFAULT),
                 std::string("H5Acreate2 '") + name + "'"),
