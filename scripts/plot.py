@@ -345,7 +345,10 @@ class Plotter:
         if len(groups) > 8:
             self.note(f"{name}: {len(groups)} series; drawing the first 8")
             groups = groups[:8]
-        cat_list = sorted(cats, key=sort_key)
+        # Numbers in order; names (layouts) in the order the reports list them.
+        cat_list = list(cats)
+        if all(num(c) is not None for c in cat_list):
+            cat_list.sort(key=num)
         fig, axes = self.plt.subplots(1, 2, figsize=(max(10, 1.6 * len(cat_list) * 2 + 3), 4.8))
         width = 0.8 / max(1, len(groups))
         for ax, phase in zip(axes, PHASES):
