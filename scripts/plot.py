@@ -238,7 +238,11 @@ class Plotter:
     def finish(self, fig, name, what):
         sup = f"{self.title}: {what}"
         if self.comment:
-            sup += "\n" + "\n".join(textwrap.wrap(self.comment, 110)[:3])
+            lines = textwrap.wrap(self.comment, 110)
+            if len(lines) > 3:
+                lines = lines[:3]
+                lines[2] += " ..."
+            sup += "\n" + "\n".join(lines)
         fig.suptitle(sup, fontsize=9 if self.comment else 11)
         fig.tight_layout()
         for fmt in self.formats:
