@@ -47,8 +47,41 @@ const std::vector<std::string>& point_keys() {
                                              "direct",      "sync",           "align",
                                              "preallocate", "cache",          "stripe_count",
                                              "stripe_size", "stripe_pool",    "posix",
-                                             "io_uring",    "mpiio",          "hdf5"};
+                                             "io_uring",    "mpiio",          "hdf5",
+                                             "preset"};
   return k;
+}
+
+const std::vector<Preset>& presets() {
+  // What real frameworks do, as layouts and options. A preset only fills keys the config does
+  // not set itself. Reasoning in docs/layouts.md.
+  static const std::vector<Preset> p = {
+      {"torch-save",
+       "torch.save per rank: one file per rank, buffered, one synchronous write at a time, no fsync",
+       {{"layout", "aggregated-rank"}, {"backend", "posix"}, {"direct", false}, {"sync", "none"},
+        {"queue_depth", 1}}},
+      {"torchsnapshot",
+       "TorchSnapshot: one object per tensor (chunked above 512 MiB), metadata heavy, buffered",
+       {{"layout", "file-per-tensor"}, {"chunk_size", "512M"}, {"backend", "posix"},
+        {"direct", false}, {"sync", "none"}}},
+      {"deepspeed",
+       "DeepSpeed/Megatron: mp_rank_XX_model_states + zero_pp_rank_D_mp_rank_XX_optim_states "
+       "files, torch.save underneath (buffered, no fsync)",
+       {{"layout", "file-per-shard"}, {"backend", "posix"}, {"direct", false}, {"sync", "none"}}},
+      {"torch-dcp",
+       "torch.distributed.checkpoint FileSystemWriter: one .distcp file per rank plus metadata, "
+       "fsync per file (sync_files=True)",
+       {{"layout", "aggregated-rank"}, {"backend", "posix"}, {"direct", false}, {"sync", "file"}}},
+      {"datastates",
+       "DataStates-LLM style: aggregated per rank, io_uring with a deep queue, O_DIRECT",
+       {{"layout", "aggregated-rank"},
+        {"backend", "io_uring"},
+        {"direct", true},
+        {"queue_depth", 32},
+        {"block_size", "4M"},
+        {"sync", "end"}}},
+  };
+  return p;
 }
 
 const std::vector<std::string>& run_keys() {
@@ -105,9 +138,29 @@ void set_dotted(json& obj, const std::string& dotted, const json& v) {
   set_dotted(child, dotted.substr(dot + 1), v);
 }
 
-PointConfig parse_point(const json& pj) {
+// Fills the keys a preset sets, where the point does not set them itself.
+json apply_preset(const json& pj) {
+  auto it = pj.find("preset");
+  if (it == pj.end()) return pj;
+  if (!it->is_string())
+    throw ConfigError("'preset': expected a string, got " + json_type_name(*it));
+  std::string name = it->get<std::string>(), list;
+  for (const auto& p : presets()) {
+    list += (list.empty() ? "" : ", ") + p.name;
+    if (p.name != name) continue;
+    json out = pj;
+    for (auto kv = p.settings.begin(); kv != p.settings.end(); ++kv)
+      if (!out.contains(kv.key())) out[kv.key()] = kv.value();
+    return out;
+  }
+  throw ConfigError("'preset': unknown value '" + name + "' (allowed: " + list + ")");
+}
+
+PointConfig parse_point(const json& pj_in) {
   PointConfig p;
+  const json pj = apply_preset(pj_in);
   ObjectReader r(pj, "");
+  r.allow("preset");
   for (const auto& k : run_keys()) r.allow(k);
   const json* model = r.raw("model");
   if (!model) throw ConfigError("missing key 'model' (a zoo name like \"llama2-7b\" or an object)");
@@ -193,6 +246,7 @@ PointConfig parse_point(const json& pj) {
   res["stripe_size"] = p.stripe_size;
   res["stripe_pool"] = p.stripe_pool;
   res[p.backend] = p.backend_options;
+  if (pj.contains("preset")) res["preset"] = pj["preset"];
   p.resolved = res;
   return p;
 }

@@ -167,15 +167,18 @@ int cmd_run(const std::string& config_path, RunOptions opt, std::string output) 
   int code = 0;
   try {
     RunConfig rc = parse_config(load_or_default(config_path));
+    if (output.empty()) {
+      std::string t = utc_now();
+      for (char& c : t)
+        if (c == ':') c = '-';
+      output = "results/ckptbench-" + t + ".json";
+    }
+    if (!opt.dry_run && rank == 0)
+      opt.on_progress = [&output](const json& partial) { write_report(partial, output); };
+    install_stop_handlers();
     RunResult r = run_benchmark(rc, opt, MPI_COMM_WORLD);
     if (rank == 0) {
       if (r.write_doc) {
-        if (output.empty()) {
-          std::string t = utc_now();
-          for (char& c : t)
-            if (c == ':') c = '-';
-          output = "results/ckptbench-" + t + ".json";
-        }
         if (opt.dry_run) {
           for (const auto& p : r.doc["points"])
             std::printf("point %d %s: %s moved per repetition (save + restore), %llu files\n",

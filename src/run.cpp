@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cmath>
+#include <cstdlib>
+#include <map>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -32,6 +35,60 @@ using json = nlohmann::json;
 
 constexpr int kTagData = 4711;
 
+volatile sig_atomic_t g_stop_signal = 0;
+
+extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+// Parses CKPT_FAULT_INJECT ("key=value,...").
+std::map<std::string, std::string> fault_spec() {
+  std::map<std::string, std::string> kv;
+  const char* env = std::getenv(kFaultEnv);
+  if (!env || !*env) return kv;
+  std::string s(env);
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t eq = item.find('=');
+    if (eq != std::string::npos) kv[item.substr(0, eq)] = item.substr(eq + 1);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return kv;
+}
+
+bool fault_requested(int point, int rep, const char* phase, int rank) {
+  auto kv = fault_spec();
+  if (kv.empty()) return false;
+  auto match = [&](const char* k, const std::string& v) { return !kv.count(k) || kv[k] == v; };
+  return match("point", std::to_string(point)) && match("rep", std::to_string(rep)) &&
+         match("phase", phase) && match("rank", std::to_string(rank));
+}
+
+// Test hook between save and restore ("phase=between,action=delete|truncate|corrupt"): damages
+// this rank's first file the way a failing file system or a careless user would.
+void damage_between_phases(const RankIo& io, const std::string& dir) {
+  auto kv = fault_spec();
+  if (io.files.empty() || io.files.front().extents.empty()) return;
+  const FileSpec& f = io.files.front();
+  std::string path = dir + "/" + f.path;
+  std::error_code ec;
+  if (kv["action"] == "delete") {
+    std::filesystem::remove(path, ec);
+  } else if (kv["action"] == "truncate") {
+    std::filesystem::resize_file(path, f.extents.back().offset, ec);
+  } else if (kv["action"] == "corrupt") {
+    const Extent& e = f.extents.front();
+    std::fstream fs(path, std::ios::in | std::ios::out | std::ios::binary);
+    fs.seekg(static_cast<std::streamoff>(e.offset + e.length / 2));
+    char c = 0;
+    fs.read(&c, 1);
+    c = static_cast<char>(c ^ 0x5A);
+    fs.seekp(static_cast<std::streamoff>(e.offset + e.length / 2));
+    fs.write(&c, 1);
+  }
+}
+
 std::string hostname() {
   char h[256] = {0};
   gethostname(h, sizeof h - 1);
@@ -48,7 +105,12 @@ enum class Outcome { ok = 0, io = 1, config = 2 };
 struct Agreement {
   MPI_Comm comm;
   double grace_s;
-  void operator()(Outcome mine, const std::string& msg, double phase_elapsed_s) const {
+  void operator()(Outcome mine, std::string msg, double phase_elapsed_s) const {
+    if (mine == Outcome::ok && g_stop_signal != 0) {
+      mine = Outcome::io;
+      msg = std::string("interrupted by signal ") + std::to_string(static_cast<int>(g_stop_signal)) +
+            " (" + strsignal(g_stop_signal) + ")";
+    }
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
     int local[2] = {static_cast<int>(mine), mine == Outcome::ok ? INT32_MAX : rank};
@@ -336,6 +398,14 @@ uint64_t point_align(const PointConfig& pc, uint64_t dio_align) {
 
 }  // namespace
 
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
 RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm comm) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
@@ -588,6 +658,10 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
           MPI_Barrier(comm);
           rec.start_s = now_s();
           auto [o, m] = attempt(rank, [&] {
+            const char* pname = phase == Phase::save ? "save" : "restore";
+            if (fault_requested(pi + 1, rep + 1, pname, rank))
+              throw IoError(std::string("injected fault (") + kFaultEnv + ") in " + pname +
+                            " of point " + std::to_string(pi + 1));
             backend->run(ctx);
             remote_side(io, phase, pc.block_size, pool.at(0), dp, rec);
           });
@@ -652,6 +726,7 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
         const RankIo& rio = cache == CacheMode::rank_shift
                                 ? plan.ranks[(rank + std::max(1, size / prep.nodes.nodes)) % size]
                                 : mine;
+        if (fault_requested(pi + 1, rep + 1, "between", rank)) damage_between_phases(mine, dir);
         PhaseResult restore = run_phase(Phase::restore, rio);
         rj["restore"] = restore.to_json();
         rj["restore"]["rank_file_handles"] = restore.files;
@@ -669,6 +744,18 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
               pi + 1, npoints, progress_params(pc).c_str(), rep + 1, cfg.repetitions,
               save.bandwidth_GiBps(), save.elapsed_s, restore.bandwidth_GiBps(), restore.elapsed_s);
         if (say) std::fflush(stdout);
+        if (rank == 0 && opt.on_progress) {
+          json partial = doc;
+          json cur = pj;
+          cur["repetitions"] = reps;
+          cur["status"] = "incomplete";
+          partial["points"].push_back(cur);
+          partial["status"] = "failed";
+          partial["error"] =
+              "interrupted: the run did not finish (this document is rewritten when it does)";
+          partial["points_completed"] = doc["points"].size();
+          opt.on_progress(partial);
+        }
         // Clean up (untimed) unless kept.
         MPI_Barrier(comm);
         if (!cfg.keep) {

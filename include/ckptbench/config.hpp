@@ -62,6 +62,14 @@ RunConfig parse_config(const nlohmann::json& doc);
 // Reads a file (JSON; '//' line comments are not allowed — use a "comment" key).
 nlohmann::json load_config_file(const std::string& path);
 
+// Named bundles of settings that mirror what real frameworks do (config key "preset").
+struct Preset {
+  std::string name;
+  std::string description;
+  nlohmann::json settings;
+};
+const std::vector<Preset>& presets();
+
 // The list of accepted point-level keys (for sweep validation and the docs check).
 const std::vector<std::string>& point_keys();
 const std::vector<std::string>& run_keys();

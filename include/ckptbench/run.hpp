@@ -2,6 +2,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -14,7 +15,18 @@ struct RunOptions {
   bool force = false;            // allow a non-empty target
   bool quiet = false;            // no progress lines
   bool dry_run = false;          // list points and planned bytes, no I/O
+  // Called on rank 0 after every repetition with the document as it would stand if the run
+  // died now (status "failed", the finished points, the reason "interrupted"). main writes it to
+  // the report path, so a killed or interrupted run still leaves a valid, honest document.
+  std::function<void(const nlohmann::json&)> on_progress;
 };
+
+// Test hook: CKPT_FAULT_INJECT="point=3,phase=save,rank=1[,rep=1]" makes that rank fail with an
+// IoError at the start of that phase (documented in docs/testing.md).
+inline constexpr const char* kFaultEnv = "CKPT_FAULT_INJECT";
+
+// Installs SIGINT/SIGTERM handlers that ask the run to stop at the next phase boundary.
+void install_stop_handlers();
 
 struct RunResult {
   nlohmann::json doc;            // the report (on rank 0; may be partial when failed)
