@@ -8,7 +8,7 @@ pkgs=(build-essential cmake pkg-config git
       liburing-dev
       libhdf5-openmpi-dev hdf5-tools
       libcli11-dev nlohmann-json3-dev libgtest-dev
-      fio python3 python3-matplotlib)
+      fio python3 python3-matplotlib python3-jsonschema)
 
 missing=()
 for p in "${pkgs[@]}"; do
