@@ -106,6 +106,7 @@ for qd in $qds; do
 done
 if [[ "$do_posix" == 1 ]]; then rows+=("posix:1:0"); fi
 
+load_start="$(cut -d' ' -f1-3 /proc/loadavg)"
 echo "bench_vs_fio: $("$bin" --version 2>/dev/null | head -1), $(fio --version), ${size_gib} GiB file," \
      "bs 1M, direct, $pairs pairs per row, target $target ($(df -PT "$target" | awk 'NR==2{print $2}'))" >&2
 for r in "${rows[@]}"; do
@@ -125,6 +126,8 @@ for r in "${rows[@]}"; do
   done
 done
 
+echo "load average (1/5/15 min) at start: $load_start, at end: $(cut -d' ' -f1-3 /proc/loadavg)" \
+  "($(nproc) CPUs)"
 python3 - "$out" <<'PY'
 import csv, statistics, sys
 rows = {}
