@@ -113,6 +113,28 @@ void validate_stripe_request(const StripeRequest& req) {
   }
 }
 
+StripeRequest stripe_request(const PointConfig& pc) {
+  StripeRequest r;
+  r.count = pc.stripe_count;
+  r.size = pc.stripe_size;
+  r.pool = pc.stripe_pool;
+  return r;
+}
+
+std::string striping_error(const std::string& dir, const StripeRequest& req,
+                           const std::string& fs_type, bool strict) {
+  try {
+    json ignored;
+    if (fs_type == "lustre")
+      validate_stripe_request(req);
+    else  // does nothing on disk off Lustre
+      (void)apply_striping(dir, req, fs_type, strict, ignored);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 std::vector<std::string> setstripe_command(const std::string& dir, const StripeRequest& req) {
   validate_stripe_request(req);
   if (!req.any())

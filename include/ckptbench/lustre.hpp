@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "ckptbench/config.hpp"
+
 namespace ckpt {
 
 // Stripe settings of one sweep point (config keys stripe_count / stripe_size / stripe_pool).
@@ -28,6 +30,15 @@ struct StripeRequest {
 // > 65535, size not a multiple of 64 KiB or >= 4 GiB, a malformed pool name. Cheap and
 // file-system independent: call it at config validation so `ckptbench validate` catches it.
 void validate_stripe_request(const StripeRequest& req);
+
+// The point's stripe_count / stripe_size / stripe_pool.
+StripeRequest stripe_request(const PointConfig& pc);
+
+// The ConfigError apply_striping(dir, ...) would throw before touching anything, as a message
+// ("" = none): an invalid request, or stripe settings with strict on a file system other than
+// Lustre. Pure (nothing is run or created): for the checks a run makes before any I/O.
+std::string striping_error(const std::string& dir, const StripeRequest& req,
+                           const std::string& fs_type, bool strict);
 
 // argv for `lfs setstripe [-c N] [-S SIZE] [-p POOL] DIR` (only the options that are set;
 // SIZE as "<n>M" or "<n>K"). Validates first (ConfigError); throws ConfigError when nothing is

@@ -381,6 +381,27 @@ TEST(ApplyStriping, StrictIsAConfigErrorNamingTheFileSystem) {
   EXPECT_NE(msg.find("target is ext4"), std::string::npos);
 }
 
+TEST(StripingError, PreflightWithoutSideEffects) {
+  EXPECT_EQ(striping_error("/t", req(4, 1 << 20), "ext4", false), "");
+  EXPECT_EQ(striping_error("/t", req(4, 1 << 20), "lustre", true), "");
+  EXPECT_EQ(striping_error("/t", StripeRequest{}, "ext4", true), "");
+  EXPECT_EQ(striping_error("/t", req(4, 0), "xfs", true)
+                .rfind("stripe settings need Lustre; "
+                       "target is xfs ('/t')",
+                       0),
+            0u);
+  EXPECT_NE(striping_error("/t", req(0, 1000), "lustre", false).find("64 KiB"), std::string::npos);
+  PointConfig pc;
+  pc.stripe_count = -1;
+  pc.stripe_size = 4 << 20;
+  pc.stripe_pool = "flash";
+  StripeRequest r = stripe_request(pc);
+  EXPECT_EQ(r.count, -1);
+  EXPECT_EQ(r.size, 4u << 20);
+  EXPECT_EQ(r.pool, "flash");
+  EXPECT_FALSE(stripe_request(PointConfig{}).any());
+}
+
 TEST(ApplyStriping, NothingRequestedIsSilentEvenWhenStrict) {
   TempDir t;
   json rep;
