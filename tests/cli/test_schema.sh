@@ -1,0 +1,248 @@
+#!/usr/bin/env bash
+# Real reports against docs/report.schema.json: a 2x2 sweep (block_size x backend, 2
+# repetitions) on 4 ranks, a partial document caught while that sweep runs, and a run failing at
+# point 2. Each must validate; crafted broken documents must not (so the test can fail). Every
+# field name in a real report must appear in docs/metrics.md (so the docs cannot drift), and the
+# derived numbers must follow the formulas docs/metrics.md gives. Exit 77 = skipped.
+set -u
+BIN="${CKPT_BINARY:-}"
+SRC="${CKPT_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}"
+SCHEMA="$SRC/docs/report.schema.json"
+DOCS="$SRC/docs/metrics.md"
+read -r -a MPI <<< "${CKPT_MPIEXEC:-mpiexec} ${CKPT_MPIEXEC_FLAGS:-}"
+if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+
+[ -x "$BIN" ] || { echo "skip: CKPT_BINARY '$BIN' is not an executable"; exit 77; }
+if [ ! -f "$SCHEMA" ] || [ ! -f "$DOCS" ]; then echo "FAIL: $SCHEMA or $DOCS missing"; exit 1; fi
+# Debian's python3-jsonschema lives with /usr/bin/python3; a pyenv python3 earlier in PATH
+# usually lacks it.
+PY=""
+for cand in /usr/bin/python3 python3; do
+  if command -v "$cand" > /dev/null && "$cand" -c "import jsonschema" 2> /dev/null; then
+    PY="$(command -v "$cand")"; break
+  fi
+done
+[ -n "$PY" ] || { echo "skip: no python3 with the jsonschema module (apt install python3-jsonschema)"; exit 77; }
+
+work="$(mktemp -d /var/tmp/ckpt-schema.XXXXXX)"
+poller=""
+trap '[ -n "$poller" ] && kill "$poller" 2> /dev/null; rm -rf "$work"' EXIT
+fails=0; passes=0
+ok() { echo "ok   $1"; passes=$((passes+1)); }
+bad() { echo "FAIL $1"; fails=$((fails+1)); }
+
+# fadvise, not the default drop-caches: dropping the whole machine's page cache is slow and
+# disturbs whatever else runs here.
+cat > "$work/sweep.json" <<'J'
+{"model": "tiny", "parallelism": {"tp": 2, "dp": "auto"}, "repetitions": 2, "cache": "fadvise",
+ "sweep": {"block_size": ["64K", "256K"], "backend": ["posix", "io_uring"]}}
+J
+
+# run NAME CONFIG [FAULT]: 4 ranks, quiet; sets code and out, the report is $work/NAME.json.
+run() {
+  local name="$1" cfg="$2" fault="${3:-}"
+  out="$(CKPT_FAULT_INJECT="$fault" timeout 180 "${MPI[@]}" -x CKPT_FAULT_INJECT -n 4 "$BIN" run \
+        --config "$cfg" --target "$work/t-$name" --output "$work/$name.json" --quiet 2>&1)"
+  code=$?
+}
+
+# The partial document (rewritten after every repetition until the run ends) is caught while the
+# sweep runs: poll the report path and keep the first "interrupted" version seen.
+"$PY" - "$work/sweep.json.out" "$work/partial.json" <<'EOF' &
+import json, os, shutil, sys, time
+src, dst = sys.argv[1], sys.argv[2]
+end = time.time() + 170
+while time.time() < end:
+    try:
+        with open(src) as f:
+            d = json.load(f)
+        if d.get("status") == "failed" and str(d.get("error", "")).startswith("interrupted"):
+            with open(dst, "w") as f:
+                json.dump(d, f)
+            sys.exit(0)
+    except (OSError, ValueError):
+        pass
+    time.sleep(0.02)
+EOF
+poller=$!
+out="$(timeout 180 "${MPI[@]}" -n 4 "$BIN" run --config "$work/sweep.json" --target "$work/t-sweep" \
+       --output "$work/sweep.json.out" --quiet 2>&1)"
+code=$?
+mv -f "$work/sweep.json.out" "$work/sweep-report.json" 2> /dev/null
+kill "$poller" 2> /dev/null; wait "$poller" 2> /dev/null; poller=""
+if [ "$code" -eq 0 ]; then ok "sweep run exits 0"; else bad "sweep run: exit $code: $out"; fi
+
+run failed "$work/sweep.json" "point=2,phase=save,rank=1"
+if [ "$code" -eq 1 ]; then ok "failed run exits 1"; else bad "failed run: exit $code: $out"; fi
+
+docs=("$work/sweep-report.json" "$work/failed.json")
+[ -f "$work/partial.json" ] && docs+=("$work/partial.json")
+
+"$PY" - "$SCHEMA" "$DOCS" "${docs[@]}" <<'EOF'
+import copy, json, math, re, sys
+import jsonschema
+
+schema_path, docs_path, paths = sys.argv[1], sys.argv[2], sys.argv[3:]
+fails = passes = 0
+def ok(m):
+    global passes; passes += 1; print("ok   " + m)
+def bad(m):
+    global fails; fails += 1; print("FAIL " + m)
+
+schema = json.load(open(schema_path))
+jsonschema.Draft7Validator.check_schema(schema)
+V = jsonschema.Draft7Validator(schema)
+def errors(doc):
+    return ["/".join(map(str, e.absolute_path)) + ": " + e.message[:160]
+            for e in sorted(V.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))]
+
+docs = {}
+for p in paths:
+    try:
+        docs[p.rsplit("/", 1)[-1]] = json.load(open(p))
+    except (OSError, ValueError) as e:
+        bad(f"{p}: no readable report: {e}")
+for name, d in docs.items():
+    errs = errors(d)
+    if errs: bad(f"{name} violates the schema: " + "; ".join(errs[:8]))
+    else: ok(f"{name} validates against docs/report.schema.json")
+
+sweep = docs.get("sweep-report.json")
+failed = docs.get("failed.json")
+partial = docs.get("partial.json")
+
+# --- What each run must contain. ---
+if sweep:
+    pts = sweep.get("points", [])
+    want = {(b, k) for b in ("64K", "256K") for k in ("posix", "io_uring")}
+    got = {(p["params"].get("block_size"), p["params"].get("backend")) for p in pts}
+    if sweep.get("status") == "ok" and len(pts) == 4 and got == want and \
+       all(len(p["repetitions"]) == 2 and p["status"] == "ok" for p in pts):
+        ok("sweep: 4 points x 2 repetitions, status ok")
+    else:
+        bad(f"sweep: status {sweep.get('status')}, params {sorted(got)}")
+if failed:
+    if failed.get("status") == "failed" and failed.get("points_completed") == 1 and \
+       len(failed.get("points", [])) == 1 and "injected fault" in failed.get("error", "") and \
+       "finished_at" in failed:
+        ok("failed run: status failed, 1 finished point, the error, finished_at")
+    else:
+        bad("failed run document: " + json.dumps({k: failed.get(k) for k in
+            ("status", "error", "points_completed")}))
+if partial:
+    last = partial["points"][-1] if partial.get("points") else {}
+    if last.get("status") == "incomplete" and "finished_at" not in partial and \
+       partial.get("points_completed") == len(partial["points"]) - 1:
+        ok("partial document: last point incomplete, no finished_at, points_completed right")
+    else:
+        bad(f"partial document: last point {last.get('status')}, "
+            f"points_completed {partial.get('points_completed')} of {len(partial.get('points', []))}")
+else:
+    print("note: no partial document was caught while the sweep ran (timing); not validated")
+
+# --- The schema must reject broken documents. ---
+if sweep:
+    def broken(desc, mutate):
+        d = copy.deepcopy(sweep)
+        mutate(d)
+        if errors(d): ok(f"schema rejects {desc}")
+        else: bad(f"schema accepts {desc}")
+    rep = lambda d: d["points"][0]["repetitions"][0]
+    broken("bandwidth_GiBps as a string",
+           lambda d: rep(d)["save"].__setitem__("bandwidth_GiBps", "1.5"))
+    broken("a missing schema_version", lambda d: d.pop("schema_version"))
+    broken("a missing restore latency p99_us", lambda d: rep(d)["restore"]["latency"].pop("p99_us"))
+    broken("a negative elapsed_s", lambda d: rep(d)["restore"].__setitem__("elapsed_s", -0.1))
+    broken("an unknown cache method", lambda d: rep(d)["cache"].__setitem__("method", "hope"))
+    broken("an unknown sync policy", lambda d: rep(d)["save"].__setitem__("sync", "sometimes"))
+    broken("an unknown status", lambda d: d.__setitem__("status", "done"))
+    broken("status failed without error", lambda d: d.__setitem__("status", "failed"))
+    broken("an ok point without summary", lambda d: d["points"][1].pop("summary"))
+    broken("resident_fraction above 1", lambda d: rep(d)["cache"].__setitem__("resident_fraction", 1.5))
+
+# --- Every field name of a real report appears in docs/metrics.md. ---
+# Names count when they appear inside a `code span` of the docs.
+text = open(docs_path).read()
+documented = set()
+for span in re.findall(r"`([^`\n]+)`", text):
+    documented.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", span))
+# Maps whose keys are data, not field names (free-form or keyed by host/backend/kind/bucket).
+FREE = {"config", "params", "settings.backend", "environment.ranks_per_node",
+        "environment.backends", "plan.file_size_histogram", "plan.state_kind_bytes"}
+missing = {}
+def walk(x, path):
+    if isinstance(x, dict):
+        for k, v in x.items():
+            p = f"{path}.{k}" if path else k
+            if k not in documented:
+                missing.setdefault(k, p)
+            # free-form maps: the key itself is documented, its children are not walked
+            if p in FREE or re.sub(r"^points\[\]\.", "", p) in FREE: continue
+            walk(v, p)
+    elif isinstance(x, list):
+        for v in x: walk(v, path + "[]")
+for d in docs.values(): walk(d, "")
+if missing: bad("fields not documented in docs/metrics.md: " +
+                ", ".join(f"{k} ({p})" for k, p in sorted(missing.items())))
+else: ok("every field name of the real reports is documented in docs/metrics.md")
+
+# --- The numbers follow the formulas docs/metrics.md states. ---
+def close(a, b, rel=1e-9, abs_=1e-12): return math.isclose(a, b, rel_tol=rel, abs_tol=abs_)
+problems = []
+for name, d in docs.items():
+    for p in d.get("points", []):
+        plan = p["plan"]
+        for r in p["repetitions"]:
+            where = f"{name} point {p['index']} rep {r['repetition']}"
+            def chk(cond, what):
+                if not cond: problems.append(f"{where}: {what}")
+            for ph in ("save", "restore"):
+                m = r[ph]
+                pchk = lambda cond, what: chk(cond, f"{ph}: {what}")
+                el = m["elapsed_s"]
+                pchk(el > 0, "elapsed_s > 0")
+                pchk(close(el, m["rank_time_s"]["max"]) and close(el, max(m["rank_times_s"])),
+                    "elapsed_s = rank_time_s.max = max(rank_times_s)")
+                pchk(len(m["rank_times_s"]) == d["environment"]["ranks"], "one rank_times_s per rank")
+                pchk(close(m["bandwidth_GiBps"], m["bytes"] / el / 2**30, 1e-6),
+                    "bandwidth_GiBps = bytes / elapsed_s / 2^30")
+                pchk(close(m["iops"], m["ops"] / el, 1e-6), "iops = ops / elapsed_s")
+                pchk(close(m["metadata_ops_per_s"], m["metadata_ops"] / el, 1e-6),
+                    "metadata_ops_per_s = metadata_ops / elapsed_s")
+                pchk(m["bytes"] == plan["payload_bytes"] + plan["padding_bytes"] + plan["index_bytes"],
+                    f"bytes {m['bytes']} = payload + padding + index bytes of the plan")
+                pchk(m["files"] == plan["files"], "files = plan.files")
+                lat = m["latency"]
+                pchk(lat["count"] == m["ops"], "latency.count = ops")
+                pchk(lat["p50_us"] <= lat["p90_us"] <= lat["p99_us"] <= lat["p999_us"] <= lat["max_us"],
+                    "p50 <= p90 <= p99 <= p999 <= max")
+                for s in ("rank_time_s",) + tuple("steps." + k for k in m["steps"]):
+                    v = m["steps"][s[6:]] if s.startswith("steps.") else m[s]
+                    pchk(v["min"] <= v["mean"] * (1 + 1e-9) + 1e-12 and v["mean"] <= v["max"] * (1 + 1e-9) + 1e-12,
+                        f"{s}: min <= mean <= max")
+                pchk(m["straggler_ratio"] >= 1 - 1e-9, "straggler_ratio >= 1")
+                pchk(m["metadata_ops"] >= 2 * m["rank_file_handles"], "metadata_ops >= opens + closes")
+            c = r["cache"]
+            if c["file_bytes_sampled"]:
+                chk(close(c["resident_fraction"], c["resident_bytes_sampled"] / c["file_bytes_sampled"]),
+                    "resident_fraction = resident_bytes_sampled / file_bytes_sampled")
+            if r["verified"]:
+                chk(r["bytes_verified"] == plan["payload_bytes"] + plan["index_bytes"],
+                    "bytes_verified = plan.payload_bytes + plan.index_bytes")
+        if p["status"] == "ok":
+            for ph in ("save", "restore"):
+                bws = sorted(r[ph]["bandwidth_GiBps"] for r in p["repetitions"])
+                s = p["summary"][ph]["bandwidth_GiBps"]
+                med = (bws[(len(bws) - 1) // 2] + bws[len(bws) // 2]) / 2
+                if not (close(s["min"], bws[0]) and close(s["max"], bws[-1]) and close(s["median"], med)):
+                    problems.append(f"{name} point {p['index']} summary.{ph}: not min/median/max of repetitions")
+if problems: bad("formulas: " + "; ".join(problems[:12]) + (f" (+{len(problems) - 12} more)" if len(problems) > 12 else ""))
+else: ok("derived numbers follow the formulas in docs/metrics.md")
+
+print(f"python checks: {passes} passed, {fails} failed")
+sys.exit(1 if fails else 0)
+EOF
+pyrc=$?
+if [ "$pyrc" -eq 0 ]; then ok "schema, docs and formula checks"; else bad "schema, docs and formula checks (above)"; fi
+echo "$passes passed, $fails failed"
+[ "$fails" -eq 0 ]
