@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Regenerates results/: two real runs on this machine on 4 ranks and their figures.
+#   results/sweep-blocksize-qd.json   configs/sweep-blocksize-qd.json (block size x queue depth)
+#   results/layouts.json              configs/paper/file-per-tensor-vs-aggregated.json
+#   results/figures/<run>/*.png|svg   scripts/plot.py on each report
+#   results/machine.txt               what the machine was (CPU, memory, disk, file system)
+# Usage: scripts/make_results.sh        (builds build/ in Release unless CKPT_BINARY is set)
+# Env:   CKPT_BINARY=path/to/ckptbench  use this binary instead of building
+#        CKPT_RESULTS_TARGET=DIR        scratch directory on the disk to measure (default /var/tmp)
+#        CKPT_RANKS=N                   ranks (default 4)
+# Takes a few minutes on a 2-core VM. If io_uring does not work here, the io_uring configs run
+# with the posix backend instead and results/machine.txt says so.
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+if [ -n "${CKPT_BINARY:-}" ]; then
+  BIN="$CKPT_BINARY"
+else
+  "$CKPT_ROOT/scripts/setup.sh"
+  configure_build "$CKPT_ROOT/build" -DCMAKE_BUILD_TYPE=Release
+  BIN="$CKPT_ROOT/build/ckptbench"
+fi
+PY=/usr/bin/python3
+"$PY" -c 'import matplotlib' 2>/dev/null || PY=python3
+RANKS="${CKPT_RANKS:-4}"
+OUT="$CKPT_ROOT/results"
+base="${CKPT_RESULTS_TARGET:-/var/tmp}"
+scratch="$(mktemp -d "$base/ckptbench-results.XXXXXX")"
+trap 'rm -rf "$scratch"' EXIT
+mkdir -p "$OUT"
+
+backends="$("$BIN" backends)"
+uring_ok=yes
+grep -Eq '^io_uring +ok' <<< "$backends" || uring_ok=no
+
+{
+  echo "# Machine of the runs in results/ (written by scripts/make_results.sh)"
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "ckptbench: $("$BIN" --version)"
+  echo "ranks: $RANKS (mpiexec --oversubscribe)"
+  echo "kernel: $(uname -srm)"
+  echo "os: $(. /etc/os-release && echo "$PRETTY_NAME")"
+  echo; echo "## CPU"; lscpu | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket|NUMA node\(s\)|Hypervisor)' || true
+  echo; echo "## Memory"; free -h | head -2
+  echo; echo "## Target file system"; df -hT "$base" | tail -1
+  dev="$(df --output=source "$base" | tail -1)"; blk="$(basename "$dev")"
+  echo "device: $dev"
+  for f in queue/rotational queue/logical_block_size queue/max_sectors_kb queue/scheduler queue/write_cache; do
+    [ -r "/sys/block/$blk/$f" ] && echo "$f: $(cat "/sys/block/$blk/$f")"
+  done
+  echo; echo "## Backends"; echo "$backends"
+  [ "$uring_ok" = yes ] || echo "io_uring unavailable: the io_uring configs ran with backend posix"
+  echo; echo "## Load before the runs"; uptime
+} > "$OUT/machine.txt"
+
+# run NAME CONFIG: one report into results/NAME.json and its figures.
+run() {
+  local name="$1" cfg="$2"
+  if [ "$uring_ok" = no ] && grep -q '"io_uring"' "$cfg"; then
+    "$PY" - "$cfg" "$scratch/$name.cfg.json" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1]))
+if c.get("backend") == "io_uring":
+    c["backend"] = "posix"
+c.pop("io_uring", None)
+c["comment"] = "[io_uring unavailable here: run with posix] " + c.get("comment", "")
+json.dump(c, open(sys.argv[2], "w"), indent=2)
+EOF
+    cfg="$scratch/$name.cfg.json"
+  fi
+  mkdir -p "$scratch/$name"
+  echo "== $name: $cfg on $RANKS ranks"
+  "${MPIEXEC[@]}" -n "$RANKS" "$BIN" run --config "$cfg" --target "$scratch/$name" \
+    --output "$OUT/$name.json"
+  rm -rf "$OUT/figures/$name"
+  "$PY" "$CKPT_ROOT/scripts/plot.py" "$OUT/$name.json" --out "$OUT/figures/$name"
+}
+run sweep-blocksize-qd "$CKPT_ROOT/configs/sweep-blocksize-qd.json"
+run layouts "$CKPT_ROOT/configs/paper/file-per-tensor-vs-aggregated.json"
+echo "== load after the runs: $(uptime)" | tee -a "$OUT/machine.txt"
+echo "results written to $OUT (describe them in results/README.md)"
