@@ -6,6 +6,7 @@
 #include "ckptbench/backend.hpp"
 #include "ckptbench/error.hpp"
 #include "ckptbench/jsonread.hpp"
+#include "ckptbench/lustre.hpp"
 #include "ckptbench/units.hpp"
 
 namespace ckpt {
@@ -86,7 +87,7 @@ const std::vector<Preset>& presets() {
 
 const std::vector<std::string>& run_keys() {
   static const std::vector<std::string> k = {"target", "repetitions", "verify", "keep",
-                                             "strict", "timeout_s",   "name",   "comment",
+                                             "strict", "timeout_s",   "name",   "comment", "free_space_check",
                                              "sweep",  "exclude"};
   return k;
 }
@@ -225,6 +226,7 @@ PointConfig parse_point(const json& pj_in) {
     throw ConfigError("'cache': \"direct\" needs 'direct': true (O_DIRECT reads bypass the cache)");
   if (p.layout.chunk_size != 0 && p.layout.chunk_size < p.block_size && p.layout.chunk_size % 4096)
     throw ConfigError("'chunk_size': must be a multiple of 4096");
+  validate_stripe_request(stripe_request(p));
   find_backend(p.backend).validate(p);
 
   json res;
@@ -271,6 +273,7 @@ RunConfig parse_config(const json& doc) {
   rc.keep = r.boolean("keep", false);
   rc.strict = r.boolean("strict", false);
   rc.timeout_s = r.number("timeout_s", 0, 0, 1e7);
+  rc.free_space_check = r.boolean("free_space_check", true);
   rc.name = r.str("name", "");
   rc.comment = r.str("comment", "");
   const json* sweep = r.raw("sweep");
@@ -366,6 +369,7 @@ RunConfig parse_config(const json& doc) {
   res["keep"] = rc.keep;
   res["strict"] = rc.strict;
   res["timeout_s"] = rc.timeout_s;
+  res["free_space_check"] = rc.free_space_check;
   res["name"] = rc.name;
   res["comment"] = rc.comment;
   if (sweep) res["sweep"] = *sweep;

@@ -325,6 +325,22 @@ IoPlan make_plan(const PlanInput& in) {
     plan.shards.push_back(shards_for_rank(*in.model, in.state, in.par, v, in.scale));
   Builder b{in, plan, std::max<uint64_t>(in.layout.align, 1), {}, {}, {}};
   b.build();
+  // Every path stays inside the point directory, whatever names an imported model carries.
+  for (const auto& f : b.files) {
+    bool bad = f.path.empty() || f.path.front() == '/' || f.path.find('\0') != std::string::npos;
+    size_t start = 0;
+    while (!bad && start <= f.path.size()) {
+      size_t slash = f.path.find('/', start);
+      std::string comp = f.path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+      bad = comp.empty() || comp == "." || comp == "..";
+      if (slash == std::string::npos) break;
+      start = slash + 1;
+    }
+    if (bad)
+      throw ConfigError("file name '" + f.path +
+                        "' would escape or confuse the checkpoint directory (empty, '.', '..' or "
+                        "absolute components); rename the tensor");
+  }
   b.chunk();
   b.distribute();
   plan.dirs.assign(b.dirs.begin(), b.dirs.end());

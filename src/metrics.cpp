@@ -133,6 +133,7 @@ PhaseResult reduce_phase(const PhaseRecorder& r, MPI_Comm comm) {
   uint64_t mine = r.bytes();
   std::vector<uint64_t> moved(n);
   MPI_Allgather(&mine, 1, MPI_UINT64_T, moved.data(), 1, MPI_UINT64_T, comm);
+  out.rank_bytes.assign(moved.begin(), moved.end());
   double mx = 0, total = 0;
   int active = 0;
   for (int i = 0; i < n; i++) {

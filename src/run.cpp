@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <csignal>
+#include <thread>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -21,6 +24,7 @@
 #include "ckptbench/error.hpp"
 #include "ckptbench/fs.hpp"
 #include "ckptbench/layout.hpp"
+#include "ckptbench/lustre.hpp"
 #include "ckptbench/metrics.hpp"
 #include "ckptbench/model.hpp"
 #include "ckptbench/report.hpp"
@@ -100,12 +104,25 @@ std::string hostname() {
 // with rank and host), with the same error kind. Non-blocking with a bound: a failed rank whose
 // peers never arrive (stuck in a collective the failed rank left) aborts the job instead of
 // hanging it.
-enum class Outcome { ok = 0, io = 1, config = 2 };
+enum class Outcome { ok = 0, io = 1, config = 2, timeout = 3 };
+
+// Per-point deadline (monotonic seconds; 0 = none). Checked at every agreement (soft: the point
+// stops cleanly at the next phase boundary) and by a watchdog thread (hard: a phase stuck far
+// past the deadline ends the process, and with it the job, after saying why).
+std::atomic<double> g_deadline{0};
+std::atomic<int> g_deadline_point{0};
+double g_timeout_s = 0;
 
 struct Agreement {
   MPI_Comm comm;
   double grace_s;
   void operator()(Outcome mine, std::string msg, double phase_elapsed_s) const {
+    double dl = g_deadline.load();
+    if (mine == Outcome::ok && dl > 0 && now_s() > dl) {
+      mine = Outcome::timeout;
+      msg = "point " + std::to_string(g_deadline_point.load()) + " timed out: it ran longer than " +
+            "timeout_s = " + std::to_string(static_cast<int>(g_timeout_s)) + " s";
+    }
     if (mine == Outcome::ok && g_stop_signal != 0) {
       mine = Outcome::io;
       msg = std::string("interrupted by signal ") + std::to_string(static_cast<int>(g_stop_signal)) +
@@ -149,6 +166,7 @@ struct Agreement {
     int kind = rank == root ? static_cast<int>(mine) : 0;
     MPI_Bcast(&kind, 1, MPI_INT, root, comm);
     if (kind == static_cast<int>(Outcome::config)) throw ConfigError(text);
+    if (kind == static_cast<int>(Outcome::timeout)) throw TimeoutError(text);
     throw IoError(text);
   }
 };
@@ -491,11 +509,12 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
       odirect_ok = supports_odirect(run_dir, &odirect_why);
       // Free space: the largest point (or all of them with keep) plus 5% and 64 MiB of margin.
       uint64_t want = need_bytes + need_bytes / 20 + (64ull << 20);
-      if (fsi.free_bytes < want) {
+      if (cfg.free_space_check && fsi.free_bytes < want) {
         ::rmdir(run_dir.c_str());
         throw ConfigError("target '" + target + "' has " + format_bytes(fsi.free_bytes) +
                           " free, the run needs " + format_bytes(want) +
-                          " (largest point plus 5% margin); free space or lower model.scale");
+                          " (largest point plus 5% margin); free space, lower model.scale, or "
+                          "set \"free_space_check\": false to try anyway");
       }
     });
     try {
@@ -543,6 +562,9 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
         err = where + "'align': " + std::to_string(pc.align) +
               " is not a multiple of the target's direct-I/O alignment " +
               std::to_string(fsi.dio_offset_align);
+      else if (auto e = striping_error(run_dir, stripe_request(pc), fsi.type, cfg.strict);
+               !e.empty())
+        err = where + e;
     }
     if (!err.empty()) {
       if (rank == 0) ::rmdir(run_dir.c_str());
@@ -560,10 +582,44 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
   doc["status"] = "running";
 
   const int npoints = static_cast<int>(cfg.points.size());
+  // The point being run and its finished repetitions, kept for the report if it fails.
+  json current = nullptr;
+  g_timeout_s = cfg.timeout_s;
+  std::atomic<bool> watchdog_stop{false};
+  std::thread watchdog;
+  if (cfg.timeout_s > 0) {
+    const double grace = std::max(30.0, cfg.timeout_s);
+    watchdog = std::thread([&watchdog_stop, grace, rank] {
+      while (!watchdog_stop.load()) {
+        double dl = g_deadline.load();
+        if (dl > 0 && now_s() > dl + grace) {
+          std::fprintf(stderr,
+                       "ckptbench: error (rank %d): point %d is stuck %.0f s past its timeout_s "
+                       "(%.0f s) inside a phase; ending the job. The report on disk holds the "
+                       "finished repetitions.\n",
+                       rank, g_deadline_point.load(), grace, g_timeout_s);
+          std::fflush(stderr);
+          std::_Exit(3);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+    });
+  }
+  struct JoinWatchdog {
+    std::atomic<bool>& stop;
+    std::thread& t;
+    ~JoinWatchdog() {
+      stop = true;
+      if (t.joinable()) t.join();
+    }
+  } join_watchdog{watchdog_stop, watchdog};
   try {
     for (int pi = 0; pi < npoints; pi++) {
       const PointConfig& pc = cfg.points[pi];
       const uint64_t align = point_align(pc, fsi.dio_offset_align);
+      MPI_Barrier(comm);
+      g_deadline_point = pi + 1;
+      g_deadline = cfg.timeout_s > 0 ? now_s() + cfg.timeout_s : 0.0;
       json pj = {
           {"index", pi + 1}, {"params", pc.params}, {"config", pc.resolved}, {"status", "running"}};
       json warnings = json::array();
@@ -598,6 +654,23 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
       if (pc.sync == SyncPolicy::none && pc.direct)
         warnings.push_back(
             "sync 'none' with O_DIRECT: completed writes may still sit in a volatile disk cache");
+      // The point directory, striped (on Lustre) before any file exists in it; repetition
+      // directories and files inherit the layout.
+      char point_name[32];
+      std::snprintf(point_name, sizeof point_name, "point-%03d", pi + 1);
+      const std::string point_dir = run_dir + "/" + point_name;
+      {
+        json striping;
+        std::string sw;
+        auto [o, m] = attempt(rank, [&] {
+          if (rank != 0) return;
+          make_dirs(point_dir);
+          sw = apply_striping(point_dir, stripe_request(pc), fsi.type, cfg.strict, striping);
+        });
+        agree(o, m, 0);
+        if (!sw.empty()) warnings.push_back(sw);
+        pj["striping"] = striping;
+      }
       if (rank == 0)
         for (const auto& w : warnings)
           std::fprintf(stderr, "ckptbench: warning: %s\n", w.get<std::string>().c_str());
@@ -733,10 +806,32 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
         rj["restore"]["files"] = plan.stats.files;
         uint64_t v = dp.bytes_verified(), vsum = 0;
         MPI_Allreduce(&v, &vsum, 1, MPI_UINT64_T, MPI_SUM, comm);
+        if (prep.nodes.nodes > 1) {
+          rj["save"]["per_node"] =
+              per_node_bandwidth(prep.nodes.node_of_rank, save.rank_bytes, save.rank_times_s);
+          rj["restore"]["per_node"] =
+              per_node_bandwidth(prep.nodes.node_of_rank, restore.rank_bytes, restore.rank_times_s);
+        }
+        if (rep == 0 && rank == 0 && pj["striping"].value("status", "") == "applied") {
+          std::vector<std::string> files;
+          for (const auto& r : plan.ranks)
+            for (const auto& f : r.files)
+              if (f.create) files.push_back(dir + "/" + f.path);
+          json got = read_striping(files, 16, fsi.type);
+          pj["striping"]["obtained"] = got;
+          std::string w = stripe_mismatch(stripe_request(pc), got);
+          if (!w.empty()) {
+            std::fprintf(stderr, "ckptbench: warning: %s\n", w.c_str());
+            warnings.push_back(w);
+          }
+        }
         rj["verified"] = cfg.verify;
         rj["bytes_verified"] = vsum;
         rj["restore"]["verify_inline"] = cfg.verify;
         reps.push_back(rj);
+        current = pj;
+        current["repetitions"] = reps;
+        current["warnings"] = warnings;
 
         if (say)
           std::printf(
@@ -784,26 +879,29 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
           {"backend", backend->describe()}};
       pj["warnings"] = warnings;
       pj["status"] = "ok";
+      current = nullptr;
+      g_deadline = 0.0;
       doc["points"].push_back(pj);
       if (!cfg.keep && rank == 0) {
         std::error_code ec;
-        std::filesystem::remove(
-            run_dir + "/" +
-                [&] {
-                  char b[32];
-                  std::snprintf(b, sizeof b, "point-%03d", pi + 1);
-                  return std::string(b);
-                }(),
-            ec);
+        std::filesystem::remove(point_dir, ec);  // empty by now; never removes foreign files
       }
     }
     doc["status"] = "ok";
   } catch (const Error& e) {
+    g_deadline = 0.0;
     res.exit_code = dynamic_cast<const ConfigError*>(&e) ? 2 : 1;
     res.error = e.what();
     doc["status"] = "failed";
     doc["error"] = e.what();
+    if (dynamic_cast<const TimeoutError*>(&e)) doc["timed_out_point"] = g_deadline_point.load();
     doc["points_completed"] = doc["points"].size();
+    if (!current.is_null()) {
+      // The failed point keeps the repetitions it finished.
+      current["status"] = "failed";
+      current["error"] = e.what();
+      doc["points"].push_back(current);
+    }
     // Every rank agreed on this error, so a barrier is safe; then remove what this run made.
     MPI_Barrier(comm);
     if (!cfg.keep && rank == 0) {

@@ -55,10 +55,15 @@ class BufferPool {
   // Copies pattern base into every buffer (outside timed regions).
   void prefill(const Pattern& p);
   uint64_t total_bytes() const { return size_ * bufs_.size(); }
+  // True when madvise(MADV_HUGEPAGE) was accepted for the pool's region.
+  bool huge_pages() const { return huge_pages_; }
 
  private:
   uint64_t size_;
   std::vector<Buffer> bufs_;
+  std::byte* region_ = nullptr;
+  uint64_t region_bytes_ = 0;
+  bool huge_pages_ = false;
 };
 
 }  // namespace ckpt

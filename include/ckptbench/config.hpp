@@ -47,6 +47,7 @@ struct RunConfig {
   bool keep = false;
   bool strict = false;           // settings that do not apply here are errors, not warnings
   double timeout_s = 0;          // per point; 0 = none
+  bool free_space_check = true;  // refuse a run whose largest point does not fit (statvfs)
   std::string name;              // run title (plots)
   std::string comment;
   std::vector<PointConfig> points;

@@ -23,6 +23,12 @@ class IoError : public Error {
   using Error::Error;
 };
 
+// A point ran longer than the config's timeout_s.
+class TimeoutError : public IoError {
+ public:
+  using IoError::IoError;
+};
+
 // strerror_r wrapper: "No such file or directory (errno 2)".
 std::string errno_text(int err);
 

@@ -106,6 +106,7 @@ struct PhaseResult {
   LatencyHistogram hist;         // merged across ranks
   double straggler_ratio = 0;    // max / mean rank time (ranks that moved bytes)
   std::vector<double> rank_times_s;  // per real rank, for straggler plots
+  std::vector<double> rank_bytes;    // per real rank, bytes moved
   double bandwidth_GiBps() const;
   double iops() const;
   double metadata_ops_per_s() const;
