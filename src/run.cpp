@@ -3,6 +3,7 @@
 #include "ckptbench/run.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -877,6 +878,17 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
             {"fill", "pool prefilled before timing; 16-byte stamp per 4 KiB inside the timed save"},
             {"verify", cfg.verify ? "inline in the timed restore" : "off"}}},
           {"backend", backend->describe()}};
+      {
+        // Peak resident memory of the rank processes so far (cumulative over the run's points).
+        struct rusage ru {};
+        getrusage(RUSAGE_SELF, &ru);
+        double rss = static_cast<double>(ru.ru_maxrss) * 1024.0, mn = 0, mx = 0;
+        MPI_Allreduce(&rss, &mn, 1, MPI_DOUBLE, MPI_MIN, comm);
+        MPI_Allreduce(&rss, &mx, 1, MPI_DOUBLE, MPI_MAX, comm);
+        pj["memory"] = {{"peak_rss_bytes", {{"min", mn}, {"max", mx}}},
+                        {"buffer_pool_bytes", pool.total_bytes()},
+                        {"note", "peak since process start, so it covers earlier points too"}};
+      }
       pj["warnings"] = warnings;
       pj["status"] = "ok";
       current = nullptr;
