@@ -160,7 +160,8 @@ int cmd_plan(const std::string& path, int world, bool as_json) {
   return 0;
 }
 
-int cmd_run(const std::string& config_path, RunOptions opt, std::string output) {
+int cmd_run(const std::string& config_path, RunOptions opt, std::string output,
+            const std::string& dlio_path) {
   MPI_Init(nullptr, nullptr);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -187,6 +188,7 @@ int cmd_run(const std::string& config_path, RunOptions opt, std::string output) 
                         static_cast<unsigned long long>(p["plan"]["files"].get<uint64_t>()));
         } else {
           write_report(r.doc, output);
+          if (!dlio_path.empty()) write_report(dlio_summary(r.doc), dlio_path);
           if (!opt.quiet) std::printf("\n%s", summary_table(r.doc).c_str());
           std::printf("report: %s\n", output.c_str());
         }
@@ -228,6 +230,10 @@ int main(int argc, char** argv) {
                   "directory is created inside it");
   run->add_option("--output,-o", output,
                   "Report path (default: results/ckptbench-<UTC time>.json)");
+  std::string dlio_path;
+  run->add_option("--dlio-summary", dlio_path,
+                  "Also write a DLIO/MLPerf-Storage-style summary.json (save/load throughput and "
+                  "duration mean and stdev, checkpoint size in GiB) to this path");
   run->add_flag("--force", ropt.force, "Allow a target directory that is not empty");
   run->add_flag("--quiet,-q", ropt.quiet, "No progress lines or summary table");
   run->add_flag("--dry-run", ropt.dry_run,
@@ -265,7 +271,7 @@ int main(int argc, char** argv) {
   try {
     if (*run) {
       ropt.target_override = target;
-      return cmd_run(config, ropt, output);
+      return cmd_run(config, ropt, output, dlio_path);
     }
     if (*validate) return cmd_validate(vpath);
     if (*plan) return cmd_plan(ppath, world, pjson);

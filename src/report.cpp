@@ -6,6 +6,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -119,6 +120,53 @@ static std::string human_bytes(double b) {
   char buf[32];
   std::snprintf(buf, sizeof buf, i == 0 ? "%.0f %s" : "%.2f %s", b, u[i]);
   return buf;
+}
+
+json dlio_summary(const json& doc) {
+  auto stats = [](const std::vector<double>& v) {
+    double mean = 0, var = 0;
+    for (double x : v) mean += x;
+    mean = v.empty() ? 0 : mean / static_cast<double>(v.size());
+    for (double x : v) var += (x - mean) * (x - mean);
+    double sd = v.size() > 1 ? std::sqrt(var / static_cast<double>(v.size() - 1)) : 0;
+    return std::pair<double, double>{mean, sd};
+  };
+  json out = json::array();
+  for (const auto& p : doc.value("points", json::array())) {
+    if (p.value("status", "") != "ok") continue;
+    std::vector<double> sbw, sdur, lbw, ldur;
+    for (const auto& r : p["repetitions"]) {
+      sbw.push_back(r["save"]["bandwidth_GiBps"].get<double>());
+      sdur.push_back(r["save"]["elapsed_s"].get<double>());
+      lbw.push_back(r["restore"]["bandwidth_GiBps"].get<double>());
+      ldur.push_back(r["restore"]["elapsed_s"].get<double>());
+    }
+    auto [sbm, sbs] = stats(sbw);
+    auto [sdm, sds] = stats(sdur);
+    auto [lbm, lbs] = stats(lbw);
+    auto [ldm, lds] = stats(ldur);
+    out.push_back(
+        {{"workload", "checkpointing"},
+         {"point", p["index"]},
+         {"params", p["params"]},
+         {"num_ranks", p["plan"].value("real_ranks", 0)},
+         {"checkpoint_size_GiB", p["plan"]["payload_bytes"].get<double>() / (1024.0 * 1024 * 1024)},
+         {"metric",
+          {{"save_checkpoint_throughput_GiBps_mean", sbm},
+           {"save_checkpoint_throughput_GiBps_stdev", sbs},
+           {"save_checkpoint_duration_s_mean", sdm},
+           {"save_checkpoint_duration_s_stdev", sds},
+           {"load_checkpoint_throughput_GiBps_mean", lbm},
+           {"load_checkpoint_throughput_GiBps_stdev", lbs},
+           {"load_checkpoint_duration_s_mean", ldm},
+           {"load_checkpoint_duration_s_stdev", lds}}},
+         {"num_checkpoints", sbw.size()},
+         {"units", "GiB = 2^30 bytes; throughput = bytes moved (payload + alignment padding + "
+                   "index) / phase time; stdev = sample standard deviation over repetitions"}});
+  }
+  return {{"source", std::string("ckptbench ") + kVersion},
+          {"report_started_at", doc.value("started_at", "")},
+          {"checkpoints", out}};
 }
 
 std::string summary_table(const json& doc) {

@@ -22,6 +22,10 @@ void write_report(const nlohmann::json& doc, const std::string& path);
 // Human summary table of a report (one row per point and phase).
 std::string summary_table(const nlohmann::json& doc);
 
+// A DLIO-benchmark-style summary (MLPerf Storage checkpointing) of a report: per point, save and
+// load throughput and duration, mean and sample stdev over repetitions, checkpoint size in GiB.
+nlohmann::json dlio_summary(const nlohmann::json& doc);
+
 // UTC timestamp "2026-12-02T11:25:15Z".
 std::string utc_now();
 
