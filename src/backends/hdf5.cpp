@@ -350,6 +350,9 @@ class Hdf5Backend final : public Backend {
   void run(PhaseContext& ctx) override {
     if (!ctx.model) throw IoError("backend hdf5 needs the model (PhaseContext::model is null)");
     save_ = ctx.phase == Phase::save;
+    // Counters describe the last phase run (datasets: the last save).
+    skipped_index_ = 0;
+    if (save_) datasets_ = 0;
     // Errors are collected from the stack into the IoError message, not printed.
     H5E_auto2_t old_fn = nullptr;
     void* old_data = nullptr;

@@ -212,6 +212,7 @@ class MpiioBackend final : public Backend {
 
   void run(PhaseContext& ctx) override {
     save_ = ctx.phase == Phase::save;
+    empty_calls_ = 0;  // counters describe the last phase run
     depth_ = std::max<size_t>(
         1, std::min<size_t>(static_cast<size_t>(cfg_.queue_depth), ctx.pool->count()));
     if (opt_.collective) depth_ = 1;
