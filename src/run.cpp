@@ -484,6 +484,7 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
     doc["points"] = pts;
     doc["status"] = "ok";
     res.doc = rank == 0 ? doc : json::object();
+    res.write_doc = true;  // printed, not written, by main for a dry run
     return res;
   }
 
