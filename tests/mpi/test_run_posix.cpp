@@ -42,7 +42,8 @@ std::string shared_tmp(const std::string& tag) {
 
 json config(bool direct, const char* layout) {
   json c = json::parse(R"({"model": {"name": "tiny"}, "parallelism": {"tp": 2, "dp": "auto", "zero_stage": 1},
-                          "backend": "posix", "block_size": "64K", "repetitions": 2, "keep": true})");
+                          "backend": "posix", "block_size": "64K", "repetitions": 2, "keep": true,
+                          "ranks_per_node": 2})");
   c["direct"] = direct;
   c["layout"] = layout;
   return c;
@@ -93,6 +94,17 @@ TEST_P(PosixRun, SaveRestoreVerifyAndReport) {
       EXPECT_EQ(p["settings"]["cache"], "direct");
     else
       EXPECT_TRUE(p["settings"]["cache"] == "drop-caches" || p["settings"]["cache"] == "fadvise");
+    // ranks_per_node 2 on 4 ranks: two (emulated) nodes, per-node bandwidth reported.
+    EXPECT_EQ(p["plan"]["nodes"], 2);
+    EXPECT_EQ(p["plan"]["nodes_emulated"], true);
+    for (const char* ph : {"save", "restore"}) {
+      const json& pn = p["repetitions"][0][ph]["per_node"];
+      ASSERT_EQ(pn["nodes"], 2) << ph;
+      uint64_t sum = 0;
+      for (const auto& n : pn["per_node"]) sum += n["bytes"].get<uint64_t>();
+      EXPECT_EQ(sum, p["repetitions"][0][ph]["bytes"].get<uint64_t>()) << ph;
+    }
+    if (std::string(layout) == "aggregated-node") EXPECT_EQ(p["plan"]["files"], 2);
     // Files on disk (kept): every planned file exists with the planned size.
     std::string run_dir = d["environment"]["run_dir"];
     uint64_t total = 0, count = 0;

@@ -189,3 +189,31 @@ TEST(Config, SweepErrorsNamed) {
   d3["sweep"] = {{"queue_depth", {1, 0}}};
   expect_error(d3, {"'queue_depth'", "sweep point"});
 }
+
+TEST(Config, PresetsFillOnlyUnsetKeys) {
+  json d = base();
+  d.erase("layout");
+  d.erase("backend");
+  d["preset"] = "datastates";
+  RunConfig rc = parse_config(d);
+  const auto& p = rc.points[0];
+  EXPECT_EQ(p.layout.kind, LayoutKind::aggregated_rank);
+  EXPECT_EQ(p.backend, "io_uring");
+  EXPECT_TRUE(p.direct);
+  EXPECT_EQ(p.queue_depth, 32);
+  EXPECT_EQ(p.block_size, 1u << 20);  // set explicitly in base(): the config wins
+  EXPECT_EQ(p.resolved["preset"], "datastates");
+  json t = base();
+  t.erase("layout");
+  t["preset"] = "torchsnapshot";
+  RunConfig rt = parse_config(t);
+  EXPECT_EQ(rt.points[0].layout.kind, LayoutKind::file_per_tensor);
+  EXPECT_EQ(rt.points[0].layout.chunk_size, 512u << 20);
+  EXPECT_EQ(rt.points[0].sync, SyncPolicy::none);
+}
+
+TEST(Config, UnknownPresetListsAllowed) {
+  json d = base();
+  d["preset"] = "megatron";
+  expect_error(d, {"'preset'", "megatron", "torch-save", "deepspeed", "datastates"});
+}
