@@ -161,7 +161,7 @@ int cmd_plan(const std::string& path, int world, bool as_json) {
 }
 
 int cmd_run(const std::string& config_path, RunOptions opt, std::string output,
-            const std::string& dlio_path) {
+            const std::string& dlio_path, double timeout_s) {
   MPI_Init(nullptr, nullptr);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -174,6 +174,8 @@ int cmd_run(const std::string& config_path, RunOptions opt, std::string output,
         if (c == ':') c = '-';
       output = "results/ckptbench-" + t + ".json";
     }
+    if (timeout_s >= 0) rc.timeout_s = timeout_s;
+    opt.output = output;
     if (!opt.dry_run && rank == 0)
       opt.on_progress = [&output](const json& partial) { write_report(partial, output); };
     install_stop_handlers();
@@ -234,6 +236,11 @@ int main(int argc, char** argv) {
   run->add_option("--dlio-summary", dlio_path,
                   "Also write a DLIO/MLPerf-Storage-style summary.json (save/load throughput and "
                   "duration mean and stdev, checkpoint size in GiB) to this path");
+  double timeout_s = -1;
+  run->add_option("--timeout", timeout_s,
+                  "Per-point time limit in seconds (overrides the config's timeout_s; 0 = none): a "
+                  "point past it is reported as timed out and the sweep stops")
+      ->check(CLI::NonNegativeNumber);
   run->add_flag("--force", ropt.force, "Allow a target directory that is not empty");
   run->add_flag("--quiet,-q", ropt.quiet, "No progress lines or summary table");
   run->add_flag("--dry-run", ropt.dry_run,
@@ -271,7 +278,7 @@ int main(int argc, char** argv) {
   try {
     if (*run) {
       ropt.target_override = target;
-      return cmd_run(config, ropt, output, dlio_path);
+      return cmd_run(config, ropt, output, dlio_path, timeout_s);
     }
     if (*validate) return cmd_validate(vpath);
     if (*plan) return cmd_plan(ppath, world, pjson);

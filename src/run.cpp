@@ -439,7 +439,19 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
   uint64_t need_bytes = 0;
   try {
     auto [o, m] = attempt(rank, [&] {
-      if (!opt.dry_run && rank == 0) check_target(target, opt.force);
+      if (opt.dry_run || rank != 0) return;
+      check_target(target, opt.force);
+      if (!opt.output.empty()) {
+        // The report must be writable before anything is measured: its directory (or the
+        // nearest existing ancestor, where it would be created) must be writable.
+        std::filesystem::path parent = std::filesystem::path(absolute_path(opt.output)).parent_path();
+        while (!parent.empty() && !std::filesystem::exists(parent)) parent = parent.parent_path();
+        if (std::filesystem::is_directory(std::filesystem::path(absolute_path(opt.output))))
+          throw ConfigError("--output '" + opt.output + "' is a directory; give a file name");
+        if (parent.empty() || access(parent.c_str(), W_OK | X_OK) != 0)
+          throw ConfigError("--output '" + opt.output + "': directory '" + parent.string() +
+                            "' is not writable (" + errno_text(errno) + ")");
+      }
     });
     agree(o, m, 0);
     // Every point's model, sharding and plan are checked up front (deterministic on all ranks).
@@ -523,6 +535,11 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
       agree(o, m, 0);
     } catch (const ConfigError& e) {
       res.exit_code = 2;
+      res.error = e.what();
+      return res;
+    } catch (const Error& e) {
+      // The run directory could not be made or examined: nothing was measured, no document.
+      res.exit_code = 1;
       res.error = e.what();
       return res;
     }
@@ -732,6 +749,33 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
           ctx.verify = cfg.verify && phase == Phase::restore;
           MPI_Barrier(comm);
           rec.start_s = now_s();
+          // On a terminal, rank 0 shows a live line with its own bytes done and bandwidth.
+          std::atomic<bool> live_stop{false};
+          std::thread live;
+          if (rank == 0 && !opt.quiet && isatty(STDOUT_FILENO)) {
+            const double total = static_cast<double>(io.transfer_bytes);
+            const char* pname = phase == Phase::save ? "save" : "restore";
+            live = std::thread([&rec, &live_stop, total, pname, pi, npoints] {
+              while (!live_stop.load()) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(500));
+                double t = now_s() - rec.start_s, b = static_cast<double>(rec.bytes());
+                std::printf("\r[%d/%d] %-7s rank 0: %.1f of %.1f MiB, %.3f GiB/s   ", pi + 1, npoints,
+                            pname, b / 1048576.0, total / 1048576.0,
+                            t > 0 ? b / t / 1073741824.0 : 0.0);
+                std::fflush(stdout);
+              }
+              std::printf("\r\033[K");
+              std::fflush(stdout);
+            });
+          }
+          struct StopLive {
+            std::atomic<bool>& stop;
+            std::thread& t;
+            ~StopLive() {
+              stop = true;
+              if (t.joinable()) t.join();
+            }
+          } stop_live{live_stop, live};
           auto [o, m] = attempt(rank, [&] {
             const char* pname = phase == Phase::save ? "save" : "restore";
             if (fault_requested(pi + 1, rep + 1, pname, rank))
@@ -841,7 +885,9 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
               pi + 1, npoints, progress_params(pc).c_str(), rep + 1, cfg.repetitions,
               save.bandwidth_GiBps(), save.elapsed_s, restore.bandwidth_GiBps(), restore.elapsed_s);
         if (say) std::fflush(stdout);
-        if (rank == 0 && opt.on_progress) {
+        // Every rank passes here; only rank 0 writes, and all agree on whether it worked.
+        auto [po, pm] = attempt(rank, [&] {
+          if (rank != 0 || !opt.on_progress) return;
           json partial = doc;
           json cur = pj;
           cur["repetitions"] = reps;
@@ -852,7 +898,8 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
               "interrupted: the run did not finish (this document is rewritten when it does)";
           partial["points_completed"] = doc["points"].size();
           opt.on_progress(partial);
-        }
+        });
+        agree(po, pm, 0);
         // Clean up (untimed) unless kept.
         MPI_Barrier(comm);
         if (!cfg.keep) {

@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -67,7 +68,7 @@ class PhaseRecorder {
   // One completed data transfer of `bytes` that took `latency_ns` from submission to completion.
   void op(uint64_t bytes, uint64_t latency_ns) {
     ops_++;
-    bytes_ += bytes;
+    bytes_.fetch_add(bytes, std::memory_order_relaxed);  // read live by the progress line
     hist_.add(latency_ns);
   }
   // Metadata operations: creates, opens, closes (and mkdir, unlink when timed).
@@ -77,7 +78,7 @@ class PhaseRecorder {
 
   double step_s(Step s) const { return step_s_[static_cast<int>(s)]; }
   uint64_t ops() const { return ops_; }
-  uint64_t bytes() const { return bytes_; }
+  uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
   uint64_t meta_ops() const { return meta_ops_; }
   uint64_t files() const { return files_; }
   uint64_t sync_ops() const { return sync_ops_; }
@@ -88,7 +89,8 @@ class PhaseRecorder {
 
  private:
   std::array<double, kSteps> step_s_{};
-  uint64_t ops_ = 0, bytes_ = 0, meta_ops_ = 0, files_ = 0, sync_ops_ = 0;
+  uint64_t ops_ = 0, meta_ops_ = 0, files_ = 0, sync_ops_ = 0;
+  std::atomic<uint64_t> bytes_{0};
   LatencyHistogram hist_;
 };
 

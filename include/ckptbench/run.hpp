@@ -15,6 +15,7 @@ struct RunOptions {
   bool force = false;            // allow a non-empty target
   bool quiet = false;            // no progress lines
   bool dry_run = false;          // list points and planned bytes, no I/O
+  std::string output;            // report path, checked for writability before any I/O
   // Called on rank 0 after every repetition with the document as it would stand if the run
   // died now (status "failed", the finished points, the reason "interrupted"). main writes it to
   // the report path, so a killed or interrupted run still leaves a valid, honest document.
@@ -22,7 +23,7 @@ struct RunOptions {
 };
 
 // Test hook: CKPT_FAULT_INJECT="point=3,phase=save,rank=1[,rep=1]" makes that rank fail with an
-// IoError at the start of that phase (documented in docs/testing.md).
+// IoError at the start of that phase (documented in docs/reliability.md).
 inline constexpr const char* kFaultEnv = "CKPT_FAULT_INJECT";
 
 // Installs SIGINT/SIGTERM handlers that ask the run to stop at the next phase boundary.

@@ -392,15 +392,15 @@ verdict "6 fault in repetition 2: final report keeps repetition 1 in the failed 
 
 # ---------------------------------------------------------------------------------------------
 section "# 7. report path not writable"
-# The report is first written after repetition 1; if that fails the job must still end, with
-# the report path named, and remove its run directory. Root: a read-only tmpfs; otherwise a
-# chmod a-w directory.
+# An unwritable report path is refused before any I/O (exit 2, path named, nothing created in
+# the target). Root: a read-only tmpfs; otherwise a chmod a-w directory.
 mkdir -p "$work/rout"
 if [ $ROOT -eq 1 ]; then mount_fs tmpfs "$work/rout" ro,size=1m; else chmod a-w "$work/rout"; fi
 ck 4 120 run --config "$work/tiny.json" --target "$work/rout-t" --output "$work/rout/r.json" --quiet
-[ "$code" -ne 0 ] && [ "$code" -ne 124 ] && grep -q "cannot write report '$work/rout/r.json" <<< "$out" &&
+[ "$code" -eq 2 ] && grep -q -- "--output '$work/rout/r.json'" <<< "$out" &&
+  [ "$(grep -c "ckptbench: error" <<< "$out")" -eq 1 ] &&
   [ -z "$(find "$work/rout-t" -mindepth 1 2>/dev/null)" ]
-verdict "7 unwritable report path: job ends, exit non-zero, path named, run directory removed"
+verdict "7 unwritable report path: refused before any I/O, exit 2, path named once, nothing created"
 
 # ---------------------------------------------------------------------------------------------
 section "# 8. per-point timeout"

@@ -104,7 +104,9 @@ TEST_P(PosixRun, SaveRestoreVerifyAndReport) {
       for (const auto& n : pn["per_node"]) sum += n["bytes"].get<uint64_t>();
       EXPECT_EQ(sum, p["repetitions"][0][ph]["bytes"].get<uint64_t>()) << ph;
     }
-    if (std::string(layout) == "aggregated-node") EXPECT_EQ(p["plan"]["files"], 2);
+    if (std::string(layout) == "aggregated-node") {
+      EXPECT_EQ(p["plan"]["files"], 2);
+    }
     // Files on disk (kept): every planned file exists with the planned size.
     std::string run_dir = d["environment"]["run_dir"];
     uint64_t total = 0, count = 0;
