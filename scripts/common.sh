@@ -9,9 +9,13 @@ else
 fi
 MPIEXEC=(mpiexec "${MPI_ROOT_FLAG[@]}" --oversubscribe)
 jobs_n() { nproc 2>/dev/null || echo 2; }
-# configure_build DIR [cmake args...]
+# configure_build DIR [cmake args...]   (CKPT_BUILD_TARGET=name builds one target only)
 configure_build() {
   local dir="$1"; shift
   cmake -S "$CKPT_ROOT" -B "$dir" "$@" >/dev/null
-  cmake --build "$dir" -j "$(jobs_n)"
+  if [ -n "${CKPT_BUILD_TARGET:-}" ]; then
+    cmake --build "$dir" -j "$(jobs_n)" --target "$CKPT_BUILD_TARGET"
+  else
+    cmake --build "$dir" -j "$(jobs_n)"
+  fi
 }

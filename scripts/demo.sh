@@ -4,7 +4,7 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 "$CKPT_ROOT/scripts/setup.sh"
-configure_build "$CKPT_ROOT/build" -DCMAKE_BUILD_TYPE=Release
+CKPT_BUILD_TARGET=ckptbench configure_build "$CKPT_ROOT/build" -DCMAKE_BUILD_TYPE=Release
 # A disk-backed scratch directory (not tmpfs): CKPT_DEMO_DIR, else /var/tmp.
 base="${CKPT_DEMO_DIR:-/var/tmp}"
 target="$(mktemp -d "$base/ckptbench-demo.XXXXXX")"

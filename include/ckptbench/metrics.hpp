@@ -89,8 +89,21 @@ class PhaseRecorder {
 
  private:
   std::array<double, kSteps> step_s_{};
+  // A counter another thread may read while the backend adds to it (the live progress line);
+  // copyable, unlike std::atomic, so recorders stay values.
+  struct RelaxedCounter {
+    std::atomic<uint64_t> v{0};
+    RelaxedCounter() = default;
+    RelaxedCounter(const RelaxedCounter& o) : v(o.v.load(std::memory_order_relaxed)) {}
+    RelaxedCounter& operator=(const RelaxedCounter& o) {
+      v.store(o.v.load(std::memory_order_relaxed), std::memory_order_relaxed);
+      return *this;
+    }
+    void fetch_add(uint64_t n, std::memory_order m) { v.fetch_add(n, m); }
+    uint64_t load(std::memory_order m) const { return v.load(m); }
+  };
   uint64_t ops_ = 0, meta_ops_ = 0, files_ = 0, sync_ops_ = 0;
-  std::atomic<uint64_t> bytes_{0};
+  RelaxedCounter bytes_;
   LatencyHistogram hist_;
 };
 
