@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "ckptbench/backend.hpp"
@@ -176,6 +177,9 @@ int cmd_run(const std::string& config_path, RunOptions opt, std::string output,
     }
     if (timeout_s >= 0) rc.timeout_s = timeout_s;
     opt.output = output;
+    // A live line only on a real terminal: Open MPI gives ranks a pseudo-terminal even when
+    // mpirun's output goes to a file, so under it the line is opt-in (--live).
+    if (!opt.live) opt.live = isatty(STDOUT_FILENO) && !std::getenv("OMPI_COMM_WORLD_SIZE");
     if (!opt.dry_run && rank == 0)
       opt.on_progress = [&output](const json& partial) { write_report(partial, output); };
     install_stop_handlers();
@@ -243,6 +247,9 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   run->add_flag("--force", ropt.force, "Allow a target directory that is not empty");
   run->add_flag("--quiet,-q", ropt.quiet, "No progress lines or summary table");
+  run->add_flag("--live", ropt.live,
+                "Show a live line (rank 0's bytes done, current GiB/s) during each phase; on by "
+                "default on a terminal, except under Open MPI, whose ranks always see a terminal");
   run->add_flag("--dry-run", ropt.dry_run,
                 "List the sweep points and the bytes each moves; no I/O");
 

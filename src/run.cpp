@@ -749,19 +749,24 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
           ctx.verify = cfg.verify && phase == Phase::restore;
           MPI_Barrier(comm);
           rec.start_s = now_s();
-          // On a terminal, rank 0 shows a live line with its own bytes done and bandwidth.
+          // On a terminal, rank 0 shows a live line: its own bytes done and the bandwidth of the
+          // last half second.
           std::atomic<bool> live_stop{false};
           std::thread live;
-          if (rank == 0 && !opt.quiet && isatty(STDOUT_FILENO)) {
+          if (rank == 0 && !opt.quiet && opt.live) {
             const double total = static_cast<double>(io.transfer_bytes);
             const char* pname = phase == Phase::save ? "save" : "restore";
             live = std::thread([&rec, &live_stop, total, pname, pi, npoints] {
+              double last_b = 0, last_t = now_s();
               while (!live_stop.load()) {
                 std::this_thread::sleep_for(std::chrono::milliseconds(500));
-                double t = now_s() - rec.start_s, b = static_cast<double>(rec.bytes());
-                std::printf("\r[%d/%d] %-7s rank 0: %.1f of %.1f MiB, %.3f GiB/s   ", pi + 1, npoints,
-                            pname, b / 1048576.0, total / 1048576.0,
-                            t > 0 ? b / t / 1073741824.0 : 0.0);
+                if (live_stop.load()) break;
+                double t = now_s(), b = static_cast<double>(rec.bytes());
+                double rate = t > last_t ? (b - last_b) / (t - last_t) : 0;
+                last_b = b;
+                last_t = t;
+                std::printf("\r[%d/%d] %-7s rank 0: %.1f of %.1f MiB, now %.3f GiB/s   ", pi + 1,
+                            npoints, pname, b / 1048576.0, total / 1048576.0, rate / 1073741824.0);
                 std::fflush(stdout);
               }
               std::printf("\r\033[K");

@@ -14,6 +14,7 @@ struct RunOptions {
   std::string target_override;   // --target
   bool force = false;            // allow a non-empty target
   bool quiet = false;            // no progress lines
+  bool live = false;             // live progress line on rank 0 (main decides: a terminal)
   bool dry_run = false;          // list points and planned bytes, no I/O
   std::string output;            // report path, checked for writability before any I/O
   // Called on rank 0 after every repetition with the document as it would stand if the run
