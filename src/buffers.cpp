@@ -90,8 +90,9 @@ BufferPool::BufferPool(size_t count, uint64_t size, uint64_t align) : size_(size
   if (count == 0 || size == 0) throw Error("buffer pool needs at least one non-empty buffer");
   // One region for the whole pool, 2 MiB aligned and backed by transparent huge pages where the
   // kernel allows: a 1 MiB buffer made of scattered 4 KiB pages can exceed a device's segment
-  // limit (254 on virtio-blk here) and be split into two requests; fio's buffers are huge-page
-  // backed too. Falls back to normal pages silently (the report records which).
+  // limit (254 on virtio-blk here) and be split into two requests (fio's malloc'd buffers are not huge
+  // pages unless THP is 'always', and get split). Falls back to normal pages (the report records
+  // which).
   constexpr uint64_t kHuge = 2ull << 20;
   uint64_t a = std::max<uint64_t>(align, 4096);
   uint64_t stride = round_up(size, a);
