@@ -26,6 +26,23 @@ LayoutKind parse_layout(const std::string& name) {
 
 std::string layout_name(LayoutKind k) { return layout_names()[static_cast<size_t>(k)]; }
 
+nlohmann::json plan_stats_json(const PlanStats& st) {
+  nlohmann::json hist = nlohmann::json::object();
+  for (auto [b, n] : st.size_histogram)
+    hist[b < 0 ? std::string("0") : ("2^" + std::to_string(b))] = n;
+  return {{"files", st.files},
+          {"dirs", st.dirs},
+          {"payload_bytes", st.payload_bytes},
+          {"padding_bytes", st.padding_bytes},
+          {"index_bytes", st.index_bytes},
+          {"file_bytes", st.file_bytes},
+          {"zero_padding_bytes", st.zero_padding_bytes},
+          {"rank_payload_bytes",
+           {{"min", st.rank_bytes_min}, {"mean", st.rank_bytes_mean}, {"max", st.rank_bytes_max}}},
+          {"file_size_histogram", hist},
+          {"state_kind_bytes", st.kind_bytes}};
+}
+
 std::string shard_label(const ModelDesc& m, const Shard& s) {
   std::string l = m.tensors[s.tensor].name + "/" + std::string(state_kind_name(s.kind));
   if (s.fragment) l += "@" + std::to_string(s.elem_offset);

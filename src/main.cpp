@@ -109,27 +109,14 @@ int cmd_plan(const std::string& path, int world, bool as_json) {
     in.node_of_rank.resize(w);
     for (int r = 0; r < w; r++) in.node_of_rank[r] = r / rpn;
     IoPlan plan = make_plan(in);
-    const auto& st = plan.stats;
-    json hist = json::object();
-    for (auto [b, n] : st.size_histogram) hist[b < 0 ? "0" : "2^" + std::to_string(b)] = n;
-    pts.push_back(
-        {{"index", i + 1},
-         {"params", p.params},
-         {"model", m.name},
-         {"world", w},
-         {"parallelism", parallelism_to_json(par)},
-         {"layout", layout_name(p.layout.kind)},
-         {"files", st.files},
-         {"dirs", st.dirs},
-         {"payload_bytes", st.payload_bytes},
-         {"padding_bytes", st.padding_bytes},
-         {"index_bytes", st.index_bytes},
-         {"file_bytes", st.file_bytes},
-         {"zero_padding_bytes", st.zero_padding_bytes},
-         {"rank_payload_bytes",
-          {{"min", st.rank_bytes_min}, {"mean", st.rank_bytes_mean}, {"max", st.rank_bytes_max}}},
-         {"file_size_histogram", hist},
-         {"state_kind_bytes", st.kind_bytes}});
+    json pt = plan_stats_json(plan.stats);
+    pt["index"] = i + 1;
+    pt["params"] = p.params;
+    pt["model"] = m.name;
+    pt["world"] = w;
+    pt["parallelism"] = parallelism_to_json(par);
+    pt["layout"] = layout_name(p.layout.kind);
+    pts.push_back(pt);
   }
   if (as_json) {
     std::cout << json{{"points", pts}}.dump(2) << "\n";

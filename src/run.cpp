@@ -340,25 +340,12 @@ json summarize(const json& reps, const char* phase) {
 }
 
 json plan_json(const IoPlan& plan, const Parallelism& par, uint64_t align) {
-  const auto& st = plan.stats;
-  json hist = json::object();
-  for (auto [b, n] : st.size_histogram)
-    hist[b < 0 ? std::string("0") : ("2^" + std::to_string(b))] = n;
-  return {{"files", st.files},
-          {"dirs", st.dirs},
-          {"payload_bytes", st.payload_bytes},
-          {"padding_bytes", st.padding_bytes},
-          {"index_bytes", st.index_bytes},
-          {"file_bytes", st.file_bytes},
-          {"zero_padding_bytes", st.zero_padding_bytes},
-          {"rank_payload_bytes",
-           {{"min", st.rank_bytes_min}, {"mean", st.rank_bytes_mean}, {"max", st.rank_bytes_max}}},
-          {"file_size_histogram", hist},
-          {"state_kind_bytes", st.kind_bytes},
-          {"virtual_ranks", virtual_world(par)},
-          {"parallelism", parallelism_to_json(par)},
-          {"align", align},
-          {"any_shared_file", plan.any_shared}};
+  json j = plan_stats_json(plan.stats);
+  j["virtual_ranks"] = virtual_world(par);
+  j["parallelism"] = parallelism_to_json(par);
+  j["align"] = align;
+  j["any_shared_file"] = plan.any_shared;
+  return j;
 }
 
 // Resolves "auto" and checks that the chosen method can work here.

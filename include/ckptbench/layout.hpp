@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -97,6 +98,10 @@ struct IoPlan {
 // Builds the plan. Deterministic: every rank computes the same plan. Throws ConfigError on
 // combinations that cannot work (e.g. aggregated-node without nodes info).
 IoPlan make_plan(const PlanInput& in);
+
+// The plan's statistics as report JSON (files, bytes by category, per-rank payload min/mean/max,
+// file-size histogram with "2^k" keys, bytes per state kind). Used by `plan` and by the report.
+nlohmann::json plan_stats_json(const PlanStats& st);
 
 // "layers.3.attention.wq.weight/exp_avg" (+ "@<elem_offset>" for ZeRO fragments).
 std::string shard_label(const ModelDesc& m, const Shard& s);
