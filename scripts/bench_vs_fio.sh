@@ -14,7 +14,17 @@
 #
 #   scripts/bench_vs_fio.sh [TARGET_DIR]          (TARGET_DIR on the file system to measure)
 #   env: CKPT_BINARY (default build/ckptbench), PAIRS=5, QDS="1 16 64", FIXED="0 1",
-#        SIZE_GIB=2, POSIX=1 (0 skips the posix/psync rows), OUT=results/bench_vs_fio-<time>.tsv
+#        SIZE_GIB=2, POSIX=1 (0 skips the posix/psync rows), OUT=results/bench_vs_fio-<time>.tsv,
+#        FIO_IOMEM=auto|shmhuge|malloc (see below)
+#
+# Buffer memory decides the result on some machines, so both tools get the same kind: ckptbench's
+# pool is one 2 MiB-aligned region with MADV_HUGEPAGE (settings.buffer_huge_pages in the report).
+# A 1 MiB buffer of scattered 4 KiB pages can exceed the device's max_segments (254 on virtio-blk)
+# and be split into two requests; a huge-page buffer never is. fio's default buffers are malloc'd
+# and only huge when THP is "always". FIO_IOMEM=auto (default) therefore gives fio SysV huge pages
+# (--iomem=shmhuge) when hugetlb pages are free or can be reserved (root; the old
+# vm.nr_hugepages is restored on exit), else falls back to malloc and says that the comparison
+# then favours ckptbench.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -33,7 +43,37 @@ command -v python3 >/dev/null || { echo "bench_vs_fio: python3 is needed for the
 [[ "$pairs" -ge 1 ]] || { echo "bench_vs_fio: PAIRS must be >= 1" >&2; exit 2; }
 mkdir -p "$target" "$(dirname "$out")"
 work="$(mktemp -d "$target/run-XXXXXX")"
-trap 'rm -rf "$work"' EXIT
+hp_restore=""
+cleanup() {
+  rm -rf "$work"
+  if [[ -n "$hp_restore" ]]; then echo "$hp_restore" > /proc/sys/vm/nr_hugepages || true; fi
+}
+trap cleanup EXIT
+
+# fio's buffer memory (see the header): shmhuge needs iodepth x 1 MiB of free hugetlb pages.
+fio_iomem="${FIO_IOMEM:-auto}"
+max_qd=1
+for q in $qds; do ((q > max_qd)) && max_qd=$q; done
+hp_kib="$(awk '/^Hugepagesize:/{print $2}' /proc/meminfo)"
+hp_need=$(( (max_qd * 1024 + ${hp_kib:-2048} - 1) / ${hp_kib:-2048} + 8 ))
+hp_free() { awk '/^HugePages_Free:/{print $2}' /proc/meminfo; }
+case "$fio_iomem" in
+  auto)
+    fio_iomem=malloc
+    if [[ -n "$hp_kib" && "$(hp_free)" -lt "$hp_need" && -w /proc/sys/vm/nr_hugepages ]]; then
+      hp_old="$(cat /proc/sys/vm/nr_hugepages)"
+      hp_restore="$hp_old"
+      echo $((hp_old + hp_need - $(hp_free))) > /proc/sys/vm/nr_hugepages 2>/dev/null || true
+    fi
+    if [[ -n "$hp_kib" && "$(hp_free)" -ge "$hp_need" ]]; then fio_iomem=shmhuge; fi
+    if [[ "$fio_iomem" == malloc ]]; then
+      echo "bench_vs_fio: WARNING: no $hp_need free hugetlb pages for fio (not root?); fio uses" \
+           "malloc'd buffers, which THP ($(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null))" \
+           "may leave as 4 KiB pages: the comparison can favour ckptbench" >&2
+    fi ;;
+  shmhuge | malloc) ;;
+  *) echo "bench_vs_fio: FIO_IOMEM=$fio_iomem: allowed auto, shmhuge, malloc" >&2; exit 2 ;;
+esac
 
 # One file of size_gib GiB on one rank: the DLIO sizing of a custom model is one tensor of
 # 2*vocab*hidden (+ a few) fp16 parameters; aggregated-rank puts it in one file (+ a 4 KiB index).
@@ -83,7 +123,7 @@ PY
 run_fio() {
   local row="$1" engine="$2" qd="$3" fixed="$4" pair="$5" rw
   local args=(--filename="$work/fio.bin" --size="${size_gib}g" --bs=1M --iodepth="$qd" --direct=1
-              --ioengine="$engine" --output-format=json)
+              --ioengine="$engine" --iomem="$fio_iomem" --output-format=json)
   if [[ "$engine" == io_uring && "$fixed" == 1 ]]; then args+=(--fixedbufs=1); fi
   rm -f "$work/fio.bin"
   for rw in write read; do
@@ -108,7 +148,8 @@ if [[ "$do_posix" == 1 ]]; then rows+=("posix:1:0"); fi
 
 load_start="$(cut -d' ' -f1-3 /proc/loadavg)"
 echo "bench_vs_fio: $("$bin" --version 2>/dev/null | head -1), $(fio --version), ${size_gib} GiB file," \
-     "bs 1M, direct, $pairs pairs per row, target $target ($(df -PT "$target" | awk 'NR==2{print $2}'))" >&2
+     "bs 1M, direct, $pairs pairs per row, target $target ($(df -PT "$target" | awk 'NR==2{print $2}'))," \
+     "fio --iomem=$fio_iomem, THP $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)" >&2
 for r in "${rows[@]}"; do
   IFS=: read -r be qd fixed <<< "$r"
   engine=$([[ "$be" == posix ]] && echo psync || echo io_uring)
