@@ -1,8 +1,33 @@
 #include "ckptbench/backend.hpp"
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
 #include "ckptbench/error.hpp"
 
 namespace ckpt {
+
+size_t fd_budget() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 256;
+  const rlim_t cur = rl.rlim_cur;
+  return cur > 128 ? static_cast<size_t>(std::min<rlim_t>(cur - 64, rlim_t{1} << 20)) : 64;
+}
+
+void syncfs_dir(PhaseContext& ctx) {
+  auto t = ctx.rec->time(Step::sync);
+  int dfd = ::open(ctx.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) throw_errno("open '" + ctx.dir + "' for syncfs", errno);
+  int rc = ::syncfs(dfd);
+  int err = errno;
+  ::close(dfd);
+  if (rc != 0) throw_errno("syncfs '" + ctx.dir + "'", err);
+  ctx.rec->sync_op();
+}
 
 const std::vector<BackendFactory>& backend_registry() {
   static const std::vector<BackendFactory> r = {posix_backend(), uring_backend(), mpiio_backend(),

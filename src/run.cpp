@@ -10,15 +10,15 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <csignal>
-#include <thread>
 #include <cmath>
-#include <cstdlib>
-#include <map>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
+#include <thread>
 
 #include "ckptbench/backend.hpp"
 #include "ckptbench/buffers.hpp"
@@ -53,7 +53,8 @@ std::map<std::string, std::string> fault_spec() {
   size_t start = 0;
   while (start <= s.size()) {
     size_t comma = s.find(',', start);
-    std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string item =
+        s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     size_t eq = item.find('=');
     if (eq != std::string::npos) kv[item.substr(0, eq)] = item.substr(eq + 1);
     if (comma == std::string::npos) break;
@@ -126,8 +127,8 @@ struct Agreement {
     }
     if (mine == Outcome::ok && g_stop_signal != 0) {
       mine = Outcome::io;
-      msg = std::string("interrupted by signal ") + std::to_string(static_cast<int>(g_stop_signal)) +
-            " (" + strsignal(g_stop_signal) + ")";
+      msg = std::string("interrupted by signal ") +
+            std::to_string(static_cast<int>(g_stop_signal)) + " (" + strsignal(g_stop_signal) + ")";
     }
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
@@ -402,6 +403,24 @@ uint64_t point_align(const PointConfig& pc, uint64_t dio_align) {
   return std::max<uint64_t>(4096, dio_align);
 }
 
+// Runs a step that comes before any measurement. A failure ends the run without a document:
+// bad input (ConfigError) exits 2, anything else (e.g. the run directory cannot be made) exits 1.
+// True when the step failed (res holds the exit code and message).
+template <class Fn>
+bool failed_before_io(RunResult& res, Fn&& fn) {
+  try {
+    fn();
+    return false;
+  } catch (const ConfigError& e) {
+    res.exit_code = 2;
+    res.error = e.what();
+  } catch (const Error& e) {
+    res.exit_code = 1;
+    res.error = e.what();
+  }
+  return true;
+}
+
 }  // namespace
 
 void install_stop_handlers() {
@@ -424,48 +443,43 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
   // ---- Bad input, found before any I/O: exit 2, no document, no file created. ----
   std::vector<Prepared> prepared;  // only kept for a dry run
   uint64_t need_bytes = 0;
-  try {
-    auto [o, m] = attempt(rank, [&] {
-      if (opt.dry_run || rank != 0) return;
-      check_target(target, opt.force);
-      if (!opt.output.empty()) {
-        // The report must be writable before anything is measured: its directory (or the
-        // nearest existing ancestor, where it would be created) must be writable.
-        std::filesystem::path parent = std::filesystem::path(absolute_path(opt.output)).parent_path();
-        while (!parent.empty() && !std::filesystem::exists(parent)) parent = parent.parent_path();
-        if (std::filesystem::is_directory(std::filesystem::path(absolute_path(opt.output))))
-          throw ConfigError("--output '" + opt.output + "' is a directory; give a file name");
-        if (parent.empty() || access(parent.c_str(), W_OK | X_OK) != 0)
-          throw ConfigError("--output '" + opt.output + "': directory '" + parent.string() +
-                            "' is not writable (" + errno_text(errno) + ")");
-      }
-    });
-    agree(o, m, 0);
-    // Every point's model, sharding and plan are checked up front (deterministic on all ranks).
-    auto [o2, m2] = attempt(rank, [&] {
-      for (size_t i = 0; i < cfg.points.size(); i++) {
-        try {
-          Prepared p = prepare_point(cfg.points[i], comm, point_align(cfg.points[i], 4096));
-          need_bytes = cfg.keep ? need_bytes + p.plan.stats.file_bytes * cfg.repetitions
-                                : std::max(need_bytes, p.plan.stats.file_bytes);
-          if (opt.dry_run) prepared.push_back(std::move(p));
-        } catch (const ConfigError& e) {
-          if (cfg.points.size() == 1) throw;
-          throw ConfigError("point " + std::to_string(i + 1) + " " + cfg.points[i].params.dump() +
-                            ": " + e.what());
-        }
-      }
-    });
-    agree(o2, m2, 0);
-  } catch (const ConfigError& e) {
-    res.exit_code = 2;
-    res.error = e.what();
+  if (failed_before_io(res, [&] {
+        auto [o, m] = attempt(rank, [&] {
+          if (opt.dry_run || rank != 0) return;
+          check_target(target, opt.force);
+          if (!opt.output.empty()) {
+            // The report must be writable before anything is measured: its directory (or the
+            // nearest existing ancestor, where it would be created) must be writable.
+            std::filesystem::path parent =
+                std::filesystem::path(absolute_path(opt.output)).parent_path();
+            while (!parent.empty() && !std::filesystem::exists(parent))
+              parent = parent.parent_path();
+            if (std::filesystem::is_directory(std::filesystem::path(absolute_path(opt.output))))
+              throw ConfigError("--output '" + opt.output + "' is a directory; give a file name");
+            if (parent.empty() || access(parent.c_str(), W_OK | X_OK) != 0)
+              throw ConfigError("--output '" + opt.output + "': directory '" + parent.string() +
+                                "' is not writable (" + errno_text(errno) + ")");
+          }
+        });
+        agree(o, m, 0);
+        // Every point's model, sharding and plan are checked up front (deterministic on all ranks).
+        auto [o2, m2] = attempt(rank, [&] {
+          for (size_t i = 0; i < cfg.points.size(); i++) {
+            try {
+              Prepared p = prepare_point(cfg.points[i], comm, point_align(cfg.points[i], 4096));
+              need_bytes = cfg.keep ? need_bytes + p.plan.stats.file_bytes * cfg.repetitions
+                                    : std::max(need_bytes, p.plan.stats.file_bytes);
+              if (opt.dry_run) prepared.push_back(std::move(p));
+            } catch (const ConfigError& e) {
+              if (cfg.points.size() == 1) throw;
+              throw ConfigError("point " + std::to_string(i + 1) + " " +
+                                cfg.points[i].params.dump() + ": " + e.what());
+            }
+          }
+        });
+        agree(o2, m2, 0);
+      }))
     return res;
-  } catch (const Error& e) {
-    res.exit_code = 1;
-    res.error = e.what();
-    return res;
-  }
 
   json doc = new_report();
   doc["config"] = cfg.resolved;
@@ -518,18 +532,8 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
                           "set \"free_space_check\": false to try anyway");
       }
     });
-    try {
-      agree(o, m, 0);
-    } catch (const ConfigError& e) {
-      res.exit_code = 2;
-      res.error = e.what();
-      return res;
-    } catch (const Error& e) {
-      // The run directory could not be made or examined: nothing was measured, no document.
-      res.exit_code = 1;
-      res.error = e.what();
-      return res;
-    }
+    // The run directory could not be made or examined: nothing was measured, no document.
+    if (failed_before_io(res, [&] { agree(o, m, 0); })) return res;
   }
   // Share run_dir and fs facts.
   {

@@ -39,13 +39,13 @@ struct PhaseContext {
   const PointConfig* cfg = nullptr;
   const IoPlan* plan = nullptr;
   const ModelDesc* model = nullptr;  // tensor names/shapes (for backends that name datasets)
-  const RankIo* io = nullptr;    // this rank's files and extents
-  std::string dir;               // absolute point directory (exists; subdirectories created)
-  MPI_Comm comm = MPI_COMM_NULL; // every rank of the run (collective backends may split it)
-  BufferPool* pool = nullptr;    // cfg->queue_depth (>= 1) buffers of block_size, aligned
+  const RankIo* io = nullptr;        // this rank's files and extents
+  std::string dir;                   // absolute point directory (exists; subdirectories created)
+  MPI_Comm comm = MPI_COMM_NULL;     // every rank of the run (collective backends may split it)
+  BufferPool* pool = nullptr;        // cfg->queue_depth (>= 1) buffers of block_size, aligned
   DataPath* data = nullptr;
   PhaseRecorder* rec = nullptr;
-  uint64_t align = 4096;         // direct-I/O alignment in force
+  uint64_t align = 4096;  // direct-I/O alignment in force
   bool verify = false;
   // Cache defeat before a restore (fadvise, drop-caches) is done by run.cpp outside the timed
   // phase; backends only honour cfg->direct.
@@ -84,6 +84,14 @@ struct BackendFactory {
   std::vector<std::string> option_keys;
   std::function<std::unique_ptr<Backend>(const PointConfig&)> create;
 };
+
+// Helpers every backend shares.
+// File descriptors a backend may keep open: RLIMIT_NOFILE's soft limit minus 64 for MPI and the
+// runtime (at least 64, at most 2^20).
+size_t fd_budget();
+// The one-call end sync of a phase that cannot keep its files open: syncfs(2) on ctx.dir, timed as
+// the sync step and counted as one sync op. Throws IoError naming the directory.
+void syncfs_dir(PhaseContext& ctx);
 
 const std::vector<BackendFactory>& backend_registry();
 // Throws ConfigError listing the known backends.

@@ -337,12 +337,6 @@ void write_attr_u64s(hid_t obj, const char* name, const std::vector<uint64_t>& v
           std::string("H5Awrite '") + name + "'");
 }
 
-size_t fd_budget() {
-  struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 256;
-  return rl.rlim_cur > 128 ? static_cast<size_t>(rl.rlim_cur - 64) : 64;
-}
-
 class Hdf5Backend final : public Backend {
  public:
   explicit Hdf5Backend(const PointConfig& cfg) : cfg_(cfg), opt_(hdf5::parse_options(cfg)) {}
@@ -755,17 +749,6 @@ class Hdf5Backend final : public Backend {
     file.fid = -1;
     ctx.rec->metadata();
     ctx.rec->file_done();
-  }
-
-  void syncfs_dir(PhaseContext& ctx) {
-    auto t = ctx.rec->time(Step::sync);
-    int dfd = ::open(ctx.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) throw_errno("open '" + ctx.dir + "' for syncfs", errno);
-    int rc = ::syncfs(dfd);
-    int err = errno;
-    ::close(dfd);
-    if (rc != 0) throw_errno("syncfs '" + ctx.dir + "'", err);
-    ctx.rec->sync_op();
   }
 };
 

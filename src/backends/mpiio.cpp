@@ -196,12 +196,6 @@ namespace {
 
 using mpiio::throw_mpi;
 
-size_t fd_budget() {
-  struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 256;
-  return rl.rlim_cur > 128 ? static_cast<size_t>(rl.rlim_cur - 64) : 64;
-}
-
 std::string where(const std::string& path, uint64_t off, uint64_t len) {
   return "'" + path + "' offset " + std::to_string(off) + " length " + std::to_string(len);
 }
@@ -481,17 +475,6 @@ class MpiioBackend final : public Backend {
     if (rc != MPI_SUCCESS) throw_mpi("MPI_File_close '" + o.path + "'", rc);
     ctx.rec->metadata();
     ctx.rec->file_done();
-  }
-
-  void syncfs_dir(PhaseContext& ctx) {
-    auto t = ctx.rec->time(Step::sync);
-    int dfd = ::open(ctx.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) throw_errno("open '" + ctx.dir + "' for syncfs", errno);
-    int rc = ::syncfs(dfd);
-    int err = errno;
-    ::close(dfd);
-    if (rc != 0) throw_errno("syncfs '" + ctx.dir + "'", err);
-    ctx.rec->sync_op();
   }
 };
 

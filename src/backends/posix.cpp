@@ -51,13 +51,6 @@ class PosixBackend final : public Backend {
     std::string path;
   };
 
-  static size_t fd_budget() {
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 256;
-    rlim_t cur = rl.rlim_cur;
-    return cur > 128 ? static_cast<size_t>(cur - 64) : 64;
-  }
-
   int flags(bool write, bool create) const {
     int fl = write ? O_WRONLY : O_RDONLY;
     if (create) fl |= O_CREAT | O_TRUNC;
@@ -89,8 +82,9 @@ class PosixBackend final : public Backend {
       for (const auto& e : f.extents) need = std::max(need, e.offset + e.length);
       if (end >= 0 && static_cast<uint64_t>(end) < need) {
         ::close(fd);
-        throw IoError("file '" + o.path + "' is " + std::to_string(end) + " bytes, the plan needs " +
-                      std::to_string(need) + " (truncated or written by a different plan)");
+        throw IoError("file '" + o.path + "' is " + std::to_string(end) +
+                      " bytes, the plan needs " + std::to_string(need) +
+                      " (truncated or written by a different plan)");
       }
     }
     o.fd = fd;
@@ -112,7 +106,8 @@ class PosixBackend final : public Backend {
   }
 
   // One transfer of len bytes at file offset off, resuming short transfers.
-  void transfer(PhaseContext& ctx, Open& o, bool write, std::byte* buf, uint64_t len, uint64_t off) {
+  void transfer(PhaseContext& ctx, Open& o, bool write, std::byte* buf, uint64_t len,
+                uint64_t off) {
     uint64_t done = 0;
     uint64_t t0 = now_ns();
     while (done < len) {
@@ -202,14 +197,7 @@ class PosixBackend final : public Backend {
         for (auto& o : kept) do_fsync(ctx, o);
         for (auto& o : kept) do_close(ctx, o);
       } else {
-        auto t = ctx.rec->time(Step::sync);
-        int dfd = ::open(ctx.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0) throw_errno("open '" + ctx.dir + "' for syncfs", errno);
-        int rc = ::syncfs(dfd);
-        int err = errno;
-        ::close(dfd);
-        if (rc != 0) throw_errno("syncfs '" + ctx.dir + "'", err);
-        ctx.rec->sync_op();
+        syncfs_dir(ctx);
       }
     }
   }

@@ -537,13 +537,6 @@ UringOptions parse_options(const PointConfig& p) {
   return o;
 }
 
-size_t fd_budget() {
-  rlimit rl{};
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 256;
-  const rlim_t cur = rl.rlim_cur;
-  return cur > 128 ? static_cast<size_t>(std::min<rlim_t>(cur - 64, 1 << 20)) : 64;
-}
-
 struct RunStats {
   bool buffers_registered = false;
   bool files_registered = false;
@@ -669,15 +662,7 @@ class FileSource final : public OpSource {
       for (size_t i : parked_) close_fd(i, true);
       parked_.clear();
     } else if (!files_.empty()) {
-      double t = now_s();
-      int dfd = ::open(ctx_.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      if (dfd < 0) throw_errno("open '" + ctx_.dir + "' for syncfs", errno);
-      int rc = ::syncfs(dfd);
-      int err = errno;
-      ::close(dfd);
-      if (rc != 0) throw_errno("syncfs '" + ctx_.dir + "'", err);
-      ctx_.rec->add_time(Step::sync, now_s() - t);
-      ctx_.rec->sync_op();
+      syncfs_dir(ctx_);
     }
   }
 
