@@ -42,14 +42,12 @@ std::string cache_name(CacheMode c) {
 }
 
 const std::vector<std::string>& point_keys() {
-  static const std::vector<std::string> k = {"model",       "parallelism",    "layout",
-                                             "chunk_size",  "ranks_per_file", "ranks_per_node",
-                                             "backend",     "block_size",     "queue_depth",
-                                             "direct",      "sync",           "align",
-                                             "preallocate", "cache",          "stripe_count",
-                                             "stripe_size", "stripe_pool",    "posix",
-                                             "io_uring",    "mpiio",          "hdf5",
-                                             "preset"};
+  static const std::vector<std::string> k = {
+      "model",          "parallelism", "layout",      "chunk_size",  "ranks_per_file",
+      "ranks_per_node", "backend",     "block_size",  "queue_depth", "direct",
+      "sync",           "align",       "preallocate", "cache",       "stripe_count",
+      "stripe_size",    "stripe_pool", "posix",       "io_uring",    "mpiio",
+      "hdf5",           "preset"};
   return k;
 }
 
@@ -58,13 +56,20 @@ const std::vector<Preset>& presets() {
   // not set itself. Reasoning in docs/layouts.md.
   static const std::vector<Preset> p = {
       {"torch-save",
-       "torch.save per rank: one file per rank, buffered, one synchronous write at a time, no fsync",
-       {{"layout", "aggregated-rank"}, {"backend", "posix"}, {"direct", false}, {"sync", "none"},
+       "torch.save per rank: one file per rank, buffered, one synchronous write at a time, no "
+       "fsync",
+       {{"layout", "aggregated-rank"},
+        {"backend", "posix"},
+        {"direct", false},
+        {"sync", "none"},
         {"queue_depth", 1}}},
       {"torchsnapshot",
        "TorchSnapshot: one object per tensor (chunked above 512 MiB), metadata heavy, buffered",
-       {{"layout", "file-per-tensor"}, {"chunk_size", "512M"}, {"backend", "posix"},
-        {"direct", false}, {"sync", "none"}}},
+       {{"layout", "file-per-tensor"},
+        {"chunk_size", "512M"},
+        {"backend", "posix"},
+        {"direct", false},
+        {"sync", "none"}}},
       {"deepspeed",
        "DeepSpeed/Megatron: mp_rank_XX_model_states + zero_pp_rank_D_mp_rank_XX_optim_states "
        "files, torch.save underneath (buffered, no fsync)",
@@ -86,9 +91,9 @@ const std::vector<Preset>& presets() {
 }
 
 const std::vector<std::string>& run_keys() {
-  static const std::vector<std::string> k = {"target", "repetitions", "verify", "keep",
-                                             "strict", "timeout_s",   "name",   "comment", "free_space_check",
-                                             "sweep",  "exclude"};
+  static const std::vector<std::string> k = {"target",           "repetitions", "verify", "keep",
+                                             "strict",           "timeout_s",   "name",   "comment",
+                                             "free_space_check", "sweep",       "exclude"};
   return k;
 }
 
@@ -199,15 +204,22 @@ PointConfig parse_point(const json& pj_in) {
   p.stripe_count = static_cast<int>(r.integer("stripe_count", 0, -1, 65535));
   p.stripe_size = r.size("stripe_size", 0, true);
   p.stripe_pool = r.str("stripe_pool", "");
-  // Backend sections: only the chosen backend's section is used; the others are still checked
-  // to be objects so a typo is caught.
+  // Backend sections: only the chosen backend's section is parsed (by the backend's validate
+  // below). The others stay unused at this point, but a key none of them knows is still a typo and
+  // an error: a sweep over backends would otherwise run with a misspelt option ignored.
   for (const auto& b : backend_registry()) {
     const json* sec = r.raw(b.name);
     if (!sec) continue;
     if (!sec->is_object())
       throw ConfigError("'" + b.name + "': expected an object of " + b.name + " options, got " +
                         json_type_name(*sec));
-    if (b.name == p.backend) p.backend_options = *sec;
+    if (b.name == p.backend) {
+      p.backend_options = *sec;
+      continue;
+    }
+    ObjectReader unused(*sec, b.name);
+    for (const auto& k : b.option_keys) unused.allow(k);
+    unused.finish();
   }
   r.finish();
 

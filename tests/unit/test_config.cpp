@@ -22,7 +22,8 @@ void expect_error(const json& doc, std::initializer_list<const char*> fragments)
     FAIL() << "no error for " << doc.dump();
   } catch (const ConfigError& e) {
     std::string m = e.what();
-    for (const char* f : fragments) EXPECT_NE(m.find(f), std::string::npos) << "'" << f << "' not in: " << m;
+    for (const char* f : fragments)
+      EXPECT_NE(m.find(f), std::string::npos) << "'" << f << "' not in: " << m;
   }
 }
 
@@ -128,6 +129,21 @@ TEST(Config, BadChoicesListAllowed) {
   expect_error(d3, {"'backend'", "libaio", "posix", "io_uring"});
 }
 
+TEST(Config, UnknownKeyInAnUnusedBackendSectionIsAnError) {
+  // backend posix, but the io_uring section has a typo: caught now, not when a sweep reaches it.
+  json d = base();
+  d["io_uring"] = {{"fixed_bufers", true}};
+  expect_error(d, {"io_uring.fixed_bufers", "fixed_buffers"});
+  json d2 = base();
+  d2["mpiio"] = {{"mode", "collective"}, {"hint", {}}};
+  expect_error(d2, {"mpiio.hint", "hints"});
+  // Known keys of an unused section are accepted as they are (parsed when that backend is used).
+  json ok = base();
+  ok["io_uring"] = {{"fixed_buffers", true}, {"sqpoll", true}};
+  ok["hdf5"] = {{"transfer", "collective"}};
+  EXPECT_NO_THROW(parse_config(ok));
+}
+
 TEST(Config, DirectNeedsAlignedBlockSize) {
   json d = base();
   d["direct"] = true;
@@ -154,7 +170,8 @@ TEST(Config, SweepIsCartesianInStableOrder) {
   json d = base();
   d.erase("backend");
   d.erase("block_size");
-  d["sweep"] = {{"backend", {"posix", "io_uring"}}, {"block_size", {"64K", "1M"}}, {"queue_depth", {1, 8}}};
+  d["sweep"] = {
+      {"backend", {"posix", "io_uring"}}, {"block_size", {"64K", "1M"}}, {"queue_depth", {1, 8}}};
   RunConfig rc = parse_config(d);
   ASSERT_EQ(rc.points.size(), 8u);
   // First key (alphabetical: backend) varies slowest.
