@@ -20,63 +20,15 @@ Standard library only.
 import argparse
 import json
 import os
-import statistics
 import sys
 
-PHASES = ("save", "restore")
-RUN_SPECIFIC_KEYS = ("target", "name", "comment", "repetitions", "verify", "keep", "strict",
-                     "timeout_s", "sweep", "exclude")
-
-
-class Fail(Exception):
-    pass
+from ckptreport import PHASES, RUN_SPECIFIC_KEYS, num
+from ckptreport import ReportError as Fail
+from ckptreport import load_report, phase_bandwidth as bandwidth
 
 
 def load(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except OSError as e:
-        raise Fail(f"{path}: cannot read ({e.strerror or e})") from e
-    except (ValueError, UnicodeDecodeError) as e:
-        raise Fail(f"{path}: not valid JSON ({e})") from e
-    if not isinstance(doc, dict) or not isinstance(doc.get("points"), list):
-        raise Fail(f"{path}: not a ckptbench report (no 'points' list)")
-    if "schema_version" not in doc:
-        raise Fail(f"{path}: no 'schema_version' (not a ckptbench report?)")
-    return doc
-
-
-def num(v):
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    v = float(v)
-    return v if v == v and abs(v) != float("inf") else None
-
-
-def get(obj, *path):
-    for k in path:
-        if not isinstance(obj, dict) or k not in obj:
-            return None
-        obj = obj[k]
-    return obj
-
-
-def bandwidth(point, phase):
-    """(min, median, max) GiB/s over repetitions, or None."""
-    s = get(point, "summary", phase, "bandwidth_GiBps")
-    if isinstance(s, dict) and num(s.get("median")) is not None:
-        med = num(s["median"])
-        lo, hi = num(s.get("min")), num(s.get("max"))
-        return (med if lo is None else lo, med, med if hi is None else hi)
-    vals = []
-    for r in point.get("repetitions") or []:
-        v = num(get(r, phase, "bandwidth_GiBps"))
-        if v is not None:
-            vals.append(v)
-    if not vals:
-        return None
-    return (min(vals), statistics.median(vals), max(vals))
+    return load_report(path, require_schema=True)
 
 
 def config_key(point):
@@ -261,7 +213,7 @@ def main(argv=None):
                   + "; ".join(point_label(q) for q in left))
     unmatched_a = [point_label(p) for i, p in enumerate(base) if all(m[i] is None for m in matches)]
     if unmatched_a:
-        print(f"\nA points with no match: " + "; ".join(unmatched_a))
+        print("\nA points with no match: " + "; ".join(unmatched_a))
     return 0
 
 

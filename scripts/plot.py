@@ -19,15 +19,13 @@ Several reports are pooled: a point's series label then includes the report's na
 import argparse
 import json
 import os
-import statistics
 import sys
 import textwrap
 
-PHASES = ("save", "restore")
+from ckptreport import PHASES, RUN_SPECIFIC_KEYS, ReportError, get, load_report, num, \
+    phase_bandwidth
+
 BACKEND_SECTIONS = ("posix", "io_uring", "mpiio", "hdf5")
-# Keys of a config that describe the run rather than a point's I/O pattern.
-RUN_SPECIFIC_KEYS = ("target", "name", "comment", "repetitions", "verify", "keep", "strict",
-                     "timeout_s", "sweep", "exclude")
 # Short names for legend labels.
 SHORT = {"queue_depth": "QD", "block_size": "bs", "parallelism.tp": "TP", "parallelism.pp": "PP",
          "parallelism.dp": "DP", "parallelism.zero_stage": "ZeRO", "stripe_count": "stripes",
@@ -35,43 +33,7 @@ SHORT = {"queue_depth": "QD", "block_size": "bs", "parallelism.tp": "TP", "paral
 SIZE_KEYS = ("block_size", "stripe_size", "chunk_size", "align")
 
 
-class ReportError(Exception):
-    pass
-
-
-# ---------------------------------------------------------------- reading reports (defensive)
-
-def load_report(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except OSError as e:
-        raise ReportError(f"{path}: cannot read ({e.strerror or e})") from e
-    except (ValueError, UnicodeDecodeError) as e:
-        raise ReportError(f"{path}: not valid JSON ({e})") from e
-    if not isinstance(doc, dict) or not isinstance(doc.get("points"), list):
-        raise ReportError(f"{path}: not a ckptbench report (no 'points' list)")
-    return doc
-
-
-def get(obj, *path, default=None):
-    cur = obj
-    for k in path:
-        if isinstance(cur, dict) and k in cur:
-            cur = cur[k]
-        elif isinstance(cur, list) and isinstance(k, int) and -len(cur) <= k < len(cur):
-            cur = cur[k]
-        else:
-            return default
-    return cur
-
-
-def num(v):
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    v = float(v)
-    return v if v == v and abs(v) != float("inf") else None
-
+# ---------------------------------------------------------------- reading reports
 
 def flatten(obj, prefix=""):
     out = {}
@@ -101,17 +63,8 @@ def fmt_bytes(n):
 
 def phase_summary(point, phase):
     """{'min','median','max'} of a phase's bandwidth (GiB/s) over repetitions, or None."""
-    s = get(point, "summary", phase, "bandwidth_GiBps")
-    if isinstance(s, dict) and num(s.get("median")) is not None:
-        med = num(s["median"])
-        lo, hi = num(s.get("min")), num(s.get("max"))
-        return {"min": med if lo is None else lo, "median": med, "max": med if hi is None else hi}
-    reps = [num(get(r, phase, "bandwidth_GiBps")) for r in get(point, "repetitions", default=[])
-            or []]
-    reps = [v for v in reps if v is not None]
-    if not reps:
-        return None
-    return {"min": min(reps), "median": statistics.median(reps), "max": max(reps)}
+    b = phase_bandwidth(point, phase)
+    return None if b is None else dict(zip(("min", "median", "max"), b))
 
 
 class Point:
