@@ -8,7 +8,7 @@
 #include <map>
 
 #include "ckptbench/backends/hdf5.hpp"
-#include "test_mpiio_util.hpp"
+#include "world_plan.hpp"
 
 namespace {
 
@@ -24,27 +24,6 @@ struct Case {
 };
 
 class Hdf5World : public ::testing::TestWithParam<Case> {};
-
-void run_or_abort(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "rank %d: %s\n", world_rank(), e.what());
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 3);
-  }
-}
-
-std::string run_cmd(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
-}
 
 uint64_t payload(const RankIo& io) {
   uint64_t b = 0;

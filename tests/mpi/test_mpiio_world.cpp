@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 
 #include "ckptbench/backends/mpiio.hpp"
-#include "test_mpiio_util.hpp"
+#include "world_plan.hpp"
 
 namespace {
 
@@ -21,16 +21,6 @@ struct Case {
 };
 
 class MpiioWorld : public ::testing::TestWithParam<Case> {};
-
-void run_or_abort(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "rank %d: %s\n", world_rank(), e.what());
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 3);  // a collective peer would wait forever otherwise
-  }
-}
 
 TEST_P(MpiioWorld, SaveRestoreVerify) {
   const Case& c = GetParam();

@@ -10,38 +10,16 @@
 #include "ckptbench/config.hpp"
 #include "ckptbench/layout.hpp"
 #include "ckptbench/run.hpp"
+#include "support.hpp"
 
-using namespace ckpt;
-using json = nlohmann::json;
+using namespace ckpt_test;
 namespace fs = std::filesystem;
 
 namespace {
 
-int rank() {
-  int r;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
-// A fresh directory name shared by all ranks (rank 0 decides).
-std::string shared_tmp(const std::string& tag) {
-  std::string d;
-  if (rank() == 0) {
-    std::string tmpl = "/var/tmp/ckpt-test-" + tag + "-XXXXXX";
-    std::vector<char> b(tmpl.begin(), tmpl.end());
-    b.push_back(0);
-    d = mkdtemp(b.data());
-    fs::remove(d);  // run_benchmark creates the target itself (parent must exist)
-  }
-  int n = static_cast<int>(d.size());
-  MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  d.resize(n);
-  MPI_Bcast(d.data(), n, MPI_CHAR, 0, MPI_COMM_WORLD);
-  return d;
-}
-
 json config(bool direct, const char* layout) {
-  json c = json::parse(R"({"model": {"name": "tiny"}, "parallelism": {"tp": 2, "dp": "auto", "zero_stage": 1},
+  json c = json::parse(
+      R"({"model": {"name": "tiny"}, "parallelism": {"tp": 2, "dp": "auto", "zero_stage": 1},
                           "backend": "posix", "block_size": "64K", "repetitions": 2, "keep": true,
                           "ranks_per_node": 2})");
   c["direct"] = direct;
@@ -55,18 +33,19 @@ class PosixRun : public ::testing::TestWithParam<std::tuple<bool, const char*>> 
 
 TEST_P(PosixRun, SaveRestoreVerifyAndReport) {
   auto [direct, layout] = GetParam();
-  std::string target = shared_tmp("posix");
+  std::string target = shared_target("posix");
   RunConfig rc = parse_config(config(direct, layout));
   RunOptions opt;
   opt.target_override = target;
   opt.quiet = true;
   RunResult r = run_benchmark(rc, opt, MPI_COMM_WORLD);
   ASSERT_EQ(r.exit_code, 0) << r.error;
-  if (rank() == 0) {
+  if (world_rank() == 0) {
     const json& d = r.doc;
     EXPECT_EQ(d["schema_version"], 1);
     EXPECT_EQ(d["status"], "ok");
-    for (const char* k : {"tool", "started_at", "environment", "config", "points"}) EXPECT_TRUE(d.contains(k)) << k;
+    for (const char* k : {"tool", "started_at", "environment", "config", "points"})
+      EXPECT_TRUE(d.contains(k)) << k;
     EXPECT_EQ(d["environment"]["ranks"], 4);
     ASSERT_EQ(d["points"].size(), 1u);
     const json& p = d["points"][0];
@@ -74,18 +53,20 @@ TEST_P(PosixRun, SaveRestoreVerifyAndReport) {
     for (const auto& rep : p["repetitions"]) {
       EXPECT_EQ(rep["verified"], true);
       // Every payload byte and every index byte is read back and compared.
-      EXPECT_EQ(rep["bytes_verified"].get<uint64_t>(),
-                p["plan"]["payload_bytes"].get<uint64_t>() + p["plan"]["index_bytes"].get<uint64_t>());
+      EXPECT_EQ(
+          rep["bytes_verified"].get<uint64_t>(),
+          p["plan"]["payload_bytes"].get<uint64_t>() + p["plan"]["index_bytes"].get<uint64_t>());
       for (const char* ph : {"save", "restore"}) {
         const json& x = rep[ph];
         EXPECT_GT(x["elapsed_s"].get<double>(), 0);
         EXPECT_GT(x["bandwidth_GiBps"].get<double>(), 0);
         EXPECT_EQ(x["files"], p["plan"]["files"]);
-        EXPECT_EQ(x["bytes"].get<uint64_t>(),
-                  p["plan"]["payload_bytes"].get<uint64_t>() + p["plan"]["padding_bytes"].get<uint64_t>() +
-                      p["plan"]["index_bytes"].get<uint64_t>());
+        EXPECT_EQ(x["bytes"].get<uint64_t>(), p["plan"]["payload_bytes"].get<uint64_t>() +
+                                                  p["plan"]["padding_bytes"].get<uint64_t>() +
+                                                  p["plan"]["index_bytes"].get<uint64_t>());
         for (const char* s : {"open_s", "io_s", "sync_s", "close_s"})
-          for (const char* m : {"min", "mean", "max"}) EXPECT_TRUE(x["steps"][s].contains(m)) << s << m;
+          for (const char* m : {"min", "mean", "max"})
+            EXPECT_TRUE(x["steps"][s].contains(m)) << s << m;
         EXPECT_LE(x["rank_time_s"]["max"].get<double>(), x["elapsed_s"].get<double>() + 1e-9);
         EXPECT_GT(x["latency"]["count"].get<uint64_t>(), 0u);
       }

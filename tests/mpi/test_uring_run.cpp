@@ -12,27 +12,16 @@
 #include "ckptbench/backends/uring.hpp"
 #include "ckptbench/config.hpp"
 #include "ckptbench/run.hpp"
+#include "support.hpp"
 
-using namespace ckpt;
-using json = nlohmann::json;
+using namespace ckpt_test;
 namespace fs = std::filesystem;
 
 namespace {
 
-int rank() {
-  int r;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
 // Same answer on every rank (rank 0 probes), so all ranks skip together.
 std::string probe_all() {
-  std::string why = rank() == 0 ? uring::probe() : std::string();
-  int n = static_cast<int>(why.size());
-  MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  why.resize(n);
-  MPI_Bcast(why.data(), n, MPI_CHAR, 0, MPI_COMM_WORLD);
-  return why;
+  return bcast_from_root(world_rank() == 0 ? uring::probe() : std::string());
 }
 
 #define SKIP_WITHOUT_URING()                                                  \
@@ -40,22 +29,6 @@ std::string probe_all() {
     static const std::string why = probe_all();                               \
     if (!why.empty()) GTEST_SKIP() << "io_uring is not usable here: " << why; \
   } while (0)
-
-std::string shared_tmp(const std::string& tag) {
-  std::string d;
-  if (rank() == 0) {
-    std::string tmpl = "/var/tmp/ckpt-test-" + tag + "-XXXXXX";
-    std::vector<char> b(tmpl.begin(), tmpl.end());
-    b.push_back(0);
-    d = mkdtemp(b.data());
-    fs::remove(d);  // run_benchmark creates the target itself
-  }
-  int n = static_cast<int>(d.size());
-  MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  d.resize(n);
-  MPI_Bcast(d.data(), n, MPI_CHAR, 0, MPI_COMM_WORLD);
-  return d;
-}
 
 json config(const std::string& layout, int qd, bool direct, json opts) {
   json c = json::parse(R"({"model": {"name": "tiny"},
@@ -72,14 +45,14 @@ json config(const std::string& layout, int qd, bool direct, json opts) {
 
 // Runs the config on all ranks; on rank 0 checks status, verification and the backend settings.
 void run_and_check(const json& c, bool fixed_buffers) {
-  std::string target = shared_tmp("uring");
+  std::string target = shared_target("uring");
   RunConfig rc = parse_config(c);
   RunOptions opt;
   opt.target_override = target;
   opt.quiet = true;
   RunResult r = run_benchmark(rc, opt, MPI_COMM_WORLD);
   ASSERT_EQ(r.exit_code, 0) << r.error;
-  if (rank() == 0) {
+  if (world_rank() == 0) {
     const json& d = r.doc;
     EXPECT_EQ(d["status"], "ok");
     ASSERT_EQ(d["points"].size(), 1u);
@@ -109,7 +82,7 @@ void run_and_check(const json& c, bool fixed_buffers) {
     EXPECT_FALSE(b["ring_flags"].get<std::string>().empty());
     EXPECT_FALSE(b["liburing"].get<std::string>().empty());
   }
-  if (rank() == 0) fs::remove_all(target);
+  if (world_rank() == 0) fs::remove_all(target);
   MPI_Barrier(MPI_COMM_WORLD);
 }
 

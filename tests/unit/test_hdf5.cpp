@@ -14,48 +14,11 @@
 #include "ckptbench/backend.hpp"
 #include "ckptbench/backends/hdf5.hpp"
 #include "ckptbench/error.hpp"
+#include "support.hpp"
 
 namespace {
 
-using namespace ckpt;
-using json = nlohmann::json;
-
-struct TmpDir {
-  std::string path;
-  TmpDir() {
-    char t[] = "/tmp/ckpt-hdf5-unit-XXXXXX";
-    path = mkdtemp(t);
-  }
-  ~TmpDir() { std::filesystem::remove_all(path); }
-};
-
-class PatternPath final : public DataPath {
- public:
-  Pattern pat{1 << 16, 0xBEEF};
-  uint64_t produced = 0, consumed = 0;
-  void produce(const FileSpec& f, const Extent& e, uint64_t pos, Buffer& buf,
-               uint64_t len) override {
-    pat.fill({buf.data, len}, f.id, e.offset, pos, false);
-    produced += len;
-  }
-  void consume(const FileSpec& f, const Extent& e, uint64_t pos, Buffer& buf,
-               uint64_t len) override {
-    auto bad = pat.check({buf.data, len}, f.id, e.offset, pos);
-    if (bad)
-      throw IoError("verify failed: '" + f.path + "' extent " + std::to_string(e.offset) +
-                    " byte " + std::to_string(pos + *bad));
-    consumed += len;
-  }
-};
-
-void expect_config_error(const std::function<void()>& fn, const std::string& needle) {
-  try {
-    fn();
-    FAIL() << "expected ConfigError containing '" << needle << "'";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
+using namespace ckpt_test;
 
 PointConfig point(json opts = json::object()) {
   PointConfig p;
@@ -266,33 +229,9 @@ struct Fixture {
   }
 };
 
-void run_phase(Backend& b, const PointConfig& p, Phase ph, Fixture& fx, const std::string& dir,
-               BufferPool& pool, PatternPath& dp, PhaseRecorder& rec) {
-  PhaseContext ctx;
-  ctx.phase = ph;
-  ctx.cfg = &p;
-  ctx.plan = &fx.plan;
-  ctx.model = &fx.model;
-  ctx.io = &fx.io;
-  ctx.dir = dir;
-  ctx.comm = MPI_COMM_WORLD;
-  ctx.pool = &pool;
-  ctx.data = &dp;
-  ctx.rec = &rec;
-  ctx.align = 4096;
-  ctx.verify = ph == Phase::restore;
-  b.run(ctx);
-}
-
-std::string run_cmd(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
+void run_phase(Backend& b, const PointConfig& p, Phase ph, const Fixture& fx,
+               const std::string& dir, BufferPool& pool, PatternPath& dp, PhaseRecorder& rec) {
+  ckpt_test::run_phase(b, p, ph, fx.io, dir, pool, dp, rec, &fx.plan, &fx.model);
 }
 
 struct H5Case {
@@ -305,7 +244,7 @@ class Hdf5RoundTrip : public ::testing::TestWithParam<H5Case> {};
 
 TEST_P(Hdf5RoundTrip, SaveRestoreAndReadBack) {
   const H5Case& c = GetParam();
-  TmpDir tmp;
+  TmpDir tmp("hdf5-unit");
   std::filesystem::create_directories(tmp.path + "/ckpt");
   Fixture fx;
   PointConfig p = point(c.opts);
@@ -428,7 +367,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Hdf5Restore, DetectsCorruptionAndWrongFiles) {
-  TmpDir tmp;
+  TmpDir tmp("hdf5-unit");
   std::filesystem::create_directories(tmp.path + "/ckpt");
   Fixture fx;
   PointConfig p = point();
@@ -458,7 +397,10 @@ TEST(Hdf5Restore, DetectsCorruptionAndWrongFiles) {
     run_phase(*backend, p, Phase::restore, fx, tmp.path, pool, dp, r2);
     FAIL() << "corruption not detected";
   } catch (const IoError& e) {
-    EXPECT_NE(std::string(e.what()).find("byte 777"), std::string::npos) << e.what();
+    // The data path names the byte by its offset in the plan's layout of the file: the
+    // dataset's extent (layers.0.attention.wq.weight is extent 1) + 777.
+    const std::string want = "offset " + std::to_string(fx.io.files[0].extents[1].offset + 777);
+    EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
   }
 
   // A plan whose shard is larger than the dataset on disk.

@@ -7,6 +7,7 @@
 
 #include "ckptbench/error.hpp"
 #include "ckptbench/model.hpp"
+#include "support.hpp"
 
 namespace ckpt {
 namespace {
@@ -21,17 +22,7 @@ const TensorDesc* find(const ModelDesc& m, const std::string& name) {
   return nullptr;
 }
 
-// Expects ConfigError whose message contains `needle`.
-template <class F>
-void expect_config_error(F&& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "expected ConfigError containing \"" << needle << "\"";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
-        << "message \"" << e.what() << "\" lacks \"" << needle << "\"";
-  }
-}
+using ckpt_test::expect_config_error;
 
 TEST(ModelZoo, ParameterCountsMatchDesignTable) {
   // DESIGN.md "Models" reference counts; Mixtral from its public config (46.7 B).

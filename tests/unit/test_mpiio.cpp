@@ -11,41 +11,11 @@
 #include "ckptbench/backend.hpp"
 #include "ckptbench/backends/mpiio.hpp"
 #include "ckptbench/error.hpp"
+#include "support.hpp"
 
 namespace {
 
-using namespace ckpt;
-using json = nlohmann::json;
-
-struct TmpDir {
-  std::string path;
-  TmpDir() {
-    char t[] = "/tmp/ckpt-mpiio-unit-XXXXXX";
-    path = mkdtemp(t);
-  }
-  ~TmpDir() { std::filesystem::remove_all(path); }
-};
-
-// Fills the pattern on save, checks it (payload only) on restore; counts bytes and ops.
-class PatternPath final : public DataPath {
- public:
-  Pattern pat{1 << 16, 0xC0FFEE};
-  uint64_t produced = 0, consumed = 0;
-  void produce(const FileSpec& f, const Extent& e, uint64_t pos, Buffer& buf,
-               uint64_t len) override {
-    pat.fill({buf.data, len}, f.id, e.offset, pos, false);
-    produced += len;
-  }
-  void consume(const FileSpec& f, const Extent& e, uint64_t pos, Buffer& buf,
-               uint64_t len) override {
-    uint64_t n = pos >= e.length ? 0 : std::min(len, e.length - pos);
-    auto bad = pat.check({buf.data, n}, f.id, e.offset, pos);
-    if (bad)
-      throw IoError("verify failed: '" + f.path + "' offset " +
-                    std::to_string(e.offset + pos + *bad));
-    consumed += len;
-  }
-};
+using namespace ckpt_test;
 
 PointConfig point(json opts = json::object()) {
   PointConfig p;
@@ -89,15 +59,6 @@ RankIo rank_io() {
   b.size = 300000;
   io.files = {a, b};
   return io;
-}
-
-void expect_config_error(const std::function<void()>& fn, const std::string& needle) {
-  try {
-    fn();
-    FAIL() << "expected ConfigError containing '" << needle << "'";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
 }
 
 TEST(MpiioOptions, DefaultsAndModes) {
@@ -192,26 +153,9 @@ struct Mode {
 
 class MpiioRoundTrip : public ::testing::TestWithParam<Mode> {};
 
-void run_phase(Backend& b, const PointConfig& p, Phase ph, const RankIo& io, const std::string& dir,
-               BufferPool& pool, PatternPath& dp, PhaseRecorder& rec) {
-  IoPlan plan;
-  PhaseContext ctx;
-  ctx.phase = ph;
-  ctx.cfg = &p;
-  ctx.plan = &plan;
-  ctx.io = &io;
-  ctx.dir = dir;
-  ctx.comm = MPI_COMM_WORLD;
-  ctx.pool = &pool;
-  ctx.data = &dp;
-  ctx.rec = &rec;
-  ctx.verify = ph == Phase::restore;
-  b.run(ctx);
-}
-
 TEST_P(MpiioRoundTrip, SaveRestoreVerify) {
   const Mode& m = GetParam();
-  TmpDir tmp;
+  TmpDir tmp("mpiio-unit");
   std::filesystem::create_directories(tmp.path + "/sub");
   PointConfig p = point(m.opts);
   p.queue_depth = m.qd;
@@ -274,7 +218,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(MpiioRestore, DetectsCorruptionTruncationAndMissingFiles) {
-  TmpDir tmp;
+  TmpDir tmp("mpiio-unit");
   std::filesystem::create_directories(tmp.path + "/sub");
   PointConfig p = point({{"mode", "independent"}});
   p.queue_depth = 2;

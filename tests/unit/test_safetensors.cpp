@@ -12,6 +12,7 @@
 #include "ckptbench/model.hpp"
 #include "ckptbench/safetensors.hpp"
 #include "ckptbench/sharding.hpp"
+#include "support.hpp"
 
 namespace ckpt {
 namespace {
@@ -19,16 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-template <class F>
-void expect_config_error(F&& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "expected ConfigError containing \"" << needle << "\"";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
-        << "message \"" << e.what() << "\" lacks \"" << needle << "\"";
-  }
-}
+using ckpt_test::expect_config_error;
 
 std::string le64(uint64_t n) {
   std::string s(8, '\0');

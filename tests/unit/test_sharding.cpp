@@ -10,6 +10,7 @@
 #include "ckptbench/error.hpp"
 #include "ckptbench/model.hpp"
 #include "ckptbench/sharding.hpp"
+#include "support.hpp"
 
 namespace ckpt {
 namespace {
@@ -18,16 +19,7 @@ using nlohmann::json;
 
 ModelDesc zoo(const std::string& name) { return build_model(parse_model_config(json(name))); }
 
-template <class F>
-void expect_config_error(F&& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "expected ConfigError containing \"" << needle << "\"";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
-        << "message \"" << e.what() << "\" lacks \"" << needle << "\"";
-  }
-}
+using ckpt_test::expect_config_error;
 
 Parallelism par(int tp, int pp, int dp, int zero, RankOrder order = RankOrder::tp_dp_pp) {
   Parallelism p;

@@ -1,0 +1,176 @@
+// Test support shared by the unit tests (MPI singleton) and the 4-rank MPI tests: directories,
+// a pattern data path that checks what the backends hand over, and one phase run through a
+// backend. Everything here is real: real directories, real MPI calls, no mocks.
+#pragma once
+#include <gtest/gtest.h>
+#include <mpi.h>
+#include <stdlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ckptbench/backend.hpp"
+#include "ckptbench/error.hpp"
+#include "ckptbench/layout.hpp"
+
+namespace ckpt_test {
+
+using namespace ckpt;
+using json = nlohmann::json;
+
+inline int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+inline int world_size() {
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+// Rank 0's string on every rank.
+inline std::string bcast_from_root(std::string s) {
+  int n = static_cast<int>(s.size());
+  MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  s.resize(static_cast<size_t>(n));
+  MPI_Bcast(s.data(), n, MPI_CHAR, 0, MPI_COMM_WORLD);
+  return s;
+}
+
+inline std::string make_temp_dir(const std::string& prefix) {
+  std::string tmpl = prefix + "-XXXXXX";
+  std::vector<char> b(tmpl.begin(), tmpl.end());
+  b.push_back('\0');
+  if (mkdtemp(b.data()) == nullptr) throw IoError("mkdtemp '" + tmpl + "' failed");
+  return b.data();
+}
+
+// A directory of this process only, removed with everything in it.
+struct TmpDir {
+  std::string path;
+  explicit TmpDir(const std::string& tag = "unit") : path(make_temp_dir("/tmp/ckpt-" + tag)) {}
+  ~TmpDir() { std::filesystem::remove_all(path); }
+  TmpDir(const TmpDir&) = delete;
+  TmpDir& operator=(const TmpDir&) = delete;
+};
+
+// A directory every rank sees (made and, unless CKPT_TEST_KEEP is set, removed by rank 0).
+struct SharedDir {
+  std::string path;
+  SharedDir() : path(bcast_from_root(world_rank() == 0 ? make_temp_dir("/tmp/ckpt-mpi") : "")) {}
+  ~SharedDir() {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (world_rank() == 0 && !std::getenv("CKPT_TEST_KEEP")) std::filesystem::remove_all(path);
+  }
+  SharedDir(const SharedDir&) = delete;
+  SharedDir& operator=(const SharedDir&) = delete;
+};
+
+// A fresh, not yet existing path under /var/tmp, the same on every rank: a run target, which
+// run_benchmark creates itself (its parent exists).
+inline std::string shared_target(const std::string& tag) {
+  std::string d;
+  if (world_rank() == 0) {
+    d = make_temp_dir("/var/tmp/ckpt-test-" + tag);
+    std::filesystem::remove(d);
+  }
+  return bcast_from_root(d);
+}
+
+// Expects fn to throw ConfigError whose message contains needle.
+inline void expect_config_error(const std::function<void()>& fn, const std::string& needle) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected ConfigError containing \"" << needle << "\"";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+        << "message \"" << e.what() << "\" lacks \"" << needle << "\"";
+  }
+}
+
+// A failure inside a collective section must not leave the other ranks waiting forever.
+inline void run_or_abort(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %d: %s\n", world_rank(), e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 3);
+  }
+}
+
+// Standard output of a shell command ("" when it cannot be started).
+inline std::string run_cmd(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+// The pattern on save; on restore checks the payload (never the padding) and counts bytes. Also
+// checks the DataPath contract: each file's extents come in file order.
+class PatternPath final : public DataPath {
+ public:
+  Pattern pat{1 << 16, 0x1234};
+  uint64_t produced = 0, consumed = 0;
+  void new_phase() { last_file_ = ~0u; }
+  void produce(const FileSpec& f, const Extent& e, uint64_t pos, Buffer& buf,
+               uint64_t len) override {
+    order(f, e, pos);
+    pat.fill({buf.data, len}, f.id, e.offset, pos, false);
+    produced += len;
+  }
+  void consume(const FileSpec& f, const Extent& e, uint64_t pos, Buffer& buf,
+               uint64_t len) override {
+    order(f, e, pos);
+    uint64_t n = pos >= e.length ? 0 : std::min(len, e.length - pos);
+    auto bad = pat.check({buf.data, n}, f.id, e.offset, pos);
+    if (bad)
+      throw IoError("verify failed: '" + f.path + "' offset " +
+                    std::to_string(e.offset + pos + *bad));
+    consumed += len;
+  }
+
+ private:
+  uint32_t last_file_ = ~0u;
+  uint64_t last_off_ = 0;
+  void order(const FileSpec& f, const Extent& e, uint64_t pos) {
+    uint64_t off = e.offset + pos;
+    if (f.id == last_file_ && off < last_off_)
+      throw IoError("data path called out of file order in '" + f.path + "'");
+    last_file_ = f.id;
+    last_off_ = off;
+  }
+};
+
+// One phase of a backend over this rank's files in dir (an empty plan when none is given).
+inline void run_phase(Backend& b, const PointConfig& cfg, Phase ph, const RankIo& io,
+                      const std::string& dir, BufferPool& pool, PatternPath& dp, PhaseRecorder& rec,
+                      const IoPlan* plan = nullptr, const ModelDesc* model = nullptr) {
+  static const IoPlan kNoPlan;
+  PhaseContext ctx;
+  ctx.phase = ph;
+  ctx.cfg = &cfg;
+  ctx.plan = plan != nullptr ? plan : &kNoPlan;
+  ctx.model = model;
+  ctx.io = &io;
+  ctx.dir = dir;
+  ctx.comm = MPI_COMM_WORLD;
+  ctx.pool = &pool;
+  ctx.data = &dp;
+  ctx.rec = &rec;
+  ctx.align = 4096;
+  ctx.verify = ph == Phase::restore;
+  dp.new_phase();
+  b.run(ctx);
+}
+
+}  // namespace ckpt_test
