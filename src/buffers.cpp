@@ -90,16 +90,18 @@ BufferPool::BufferPool(size_t count, uint64_t size, uint64_t align) : size_(size
   if (count == 0 || size == 0) throw Error("buffer pool needs at least one non-empty buffer");
   // One region for the whole pool, 2 MiB aligned and backed by transparent huge pages where the
   // kernel allows: a 1 MiB buffer made of scattered 4 KiB pages can exceed a device's segment
-  // limit (254 on virtio-blk here) and be split into two requests (fio's malloc'd buffers are not huge
-  // pages unless THP is 'always', and get split). Falls back to normal pages (the report records
-  // which).
+  // limit (254 on virtio-blk here) and be split into two requests (fio's malloc'd buffers are not
+  // huge pages unless THP is 'always', and get split). Falls back to normal pages (the report
+  // records which).
   constexpr uint64_t kHuge = 2ull << 20;
   uint64_t a = std::max<uint64_t>(align, 4096);
   uint64_t stride = round_up(size, a);
   region_bytes_ = round_up(stride * count, kHuge) + kHuge;
-  void* p = mmap(nullptr, region_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* p =
+      mmap(nullptr, region_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED)
-    throw Error("cannot allocate " + std::to_string(count) + " I/O buffers of " + format_bytes(size) +
+    throw Error("cannot allocate " + std::to_string(count) + " I/O buffers of " +
+                format_bytes(size) +
                 " (queue_depth x block_size too large for memory?): " + errno_text(errno));
   region_ = static_cast<std::byte*>(p);
   auto base = reinterpret_cast<uintptr_t>(region_);

@@ -348,7 +348,8 @@ IoPlan make_plan(const PlanInput& in) {
     size_t start = 0;
     while (!bad && start <= f.path.size()) {
       size_t slash = f.path.find('/', start);
-      std::string comp = f.path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+      std::string comp =
+          f.path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
       bad = comp.empty() || comp == "." || comp == "..";
       if (slash == std::string::npos) break;
       start = slash + 1;

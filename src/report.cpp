@@ -161,8 +161,9 @@ json dlio_summary(const json& doc) {
            {"load_checkpoint_duration_s_mean", ldm},
            {"load_checkpoint_duration_s_stdev", lds}}},
          {"num_checkpoints", sbw.size()},
-         {"units", "GiB = 2^30 bytes; throughput = bytes moved (payload + alignment padding + "
-                   "index) / phase time; stdev = sample standard deviation over repetitions"}});
+         {"units",
+          "GiB = 2^30 bytes; throughput = bytes moved (payload + alignment padding + "
+          "index) / phase time; stdev = sample standard deviation over repetitions"}});
   }
   return {{"source", std::string("ckptbench ") + kVersion},
           {"report_started_at", doc.value("started_at", "")},

@@ -22,26 +22,26 @@ std::string cache_name(CacheMode c);
 struct PointConfig {
   ModelConfig model;
   Parallelism parallelism;
-  LayoutOptions layout;          // kind, chunk_size, ranks_per_file (align filled at run time)
-  int ranks_per_node = 0;        // 0 = real nodes (MPI_COMM_TYPE_SHARED); k = emulate k per node
+  LayoutOptions layout;    // kind, chunk_size, ranks_per_file (align filled at run time)
+  int ranks_per_node = 0;  // 0 = real nodes (MPI_COMM_TYPE_SHARED); k = emulate k per node
   std::string backend = "posix";
   uint64_t block_size = 1 << 20;
   int queue_depth = 1;
   bool direct = false;
   SyncPolicy sync = SyncPolicy::end;
-  uint64_t align = 0;            // 0 = from the file system (statx DIOALIGN), else forced
+  uint64_t align = 0;  // 0 = from the file system (statx DIOALIGN), else forced
   bool preallocate = true;
   CacheMode cache = CacheMode::auto_;
-  int stripe_count = 0;          // 0 = unset (Lustre only)
+  int stripe_count = 0;  // 0 = unset (Lustre only)
   uint64_t stripe_size = 0;
   std::string stripe_pool;
   nlohmann::json backend_options = nlohmann::json::object();  // the section named after the backend
-  nlohmann::json params = nlohmann::json::object();  // the swept keys and their values
-  nlohmann::json resolved;       // this point as a fully resolved JSON object
+  nlohmann::json params = nlohmann::json::object();           // the swept keys and their values
+  nlohmann::json resolved;  // this point as a fully resolved JSON object
 };
 
 struct RunConfig {
-  std::string target;            // directory under which a fresh run directory is made
+  std::string target;  // directory under which a fresh run directory is made
   int repetitions = 1;
   bool verify = true;
   bool keep = false;
@@ -51,7 +51,7 @@ struct RunConfig {
   std::string name;              // run title (plots)
   std::string comment;
   std::vector<PointConfig> points;
-  nlohmann::json resolved;       // whole config, resolved (defaults filled in)
+  nlohmann::json resolved;  // whole config, resolved (defaults filled in)
 };
 
 // The embedded default config (small model, 4 ranks, file-per-shard, posix).

@@ -7,14 +7,15 @@
 namespace ckpt {
 
 struct FsInfo {
-  std::string type;          // "ext4", "xfs", "tmpfs", "lustre", "gpfs", "beegfs", "nfs", ... or "0x<magic>"
+  std::string
+      type;  // "ext4", "xfs", "tmpfs", "lustre", "gpfs", "beegfs", "nfs", ... or "0x<magic>"
   uint64_t magic = 0;
-  uint64_t block_size = 0;   // f_bsize
-  uint64_t free_bytes = 0;   // f_bavail * f_frsize
+  uint64_t block_size = 0;  // f_bsize
+  uint64_t free_bytes = 0;  // f_bavail * f_frsize
   uint64_t total_bytes = 0;
-  uint64_t dio_mem_align = 0;     // statx STATX_DIOALIGN (0 when unknown)
+  uint64_t dio_mem_align = 0;  // statx STATX_DIOALIGN (0 when unknown)
   uint64_t dio_offset_align = 0;
-  std::string dio_align_source;   // "statx", "sysfs", "default"
+  std::string dio_align_source;  // "statx", "sysfs", "default"
   nlohmann::json to_json() const;
 };
 

@@ -11,27 +11,33 @@
 
 namespace ckpt {
 
-enum class LayoutKind { file_per_tensor, file_per_shard, aggregated_rank, aggregated_node, shared_file };
+enum class LayoutKind {
+  file_per_tensor,
+  file_per_shard,
+  aggregated_rank,
+  aggregated_node,
+  shared_file
+};
 const std::vector<std::string>& layout_names();
 LayoutKind parse_layout(const std::string& name);  // throws ConfigError listing allowed names
 std::string layout_name(LayoutKind k);
 
 struct LayoutOptions {
   LayoutKind kind = LayoutKind::file_per_shard;
-  uint64_t align = 4096;         // offsets inside a file are multiples of this
-  bool pad_to_align = false;     // transfer lengths rounded up to `align` (required by O_DIRECT)
-  uint64_t chunk_size = 0;       // 0 = off; else split every file into chunk files of this size
-  int ranks_per_file = 0;        // 0 = layout default; k > 1 aggregates k virtual ranks per file
+  uint64_t align = 4096;      // offsets inside a file are multiples of this
+  bool pad_to_align = false;  // transfer lengths rounded up to `align` (required by O_DIRECT)
+  uint64_t chunk_size = 0;    // 0 = off; else split every file into chunk files of this size
+  int ranks_per_file = 0;     // 0 = layout default; k > 1 aggregates k virtual ranks per file
 };
 
 // One contiguous piece of a file holding one shard (or the file's index footer).
 struct Extent {
-  uint64_t offset = 0;    // byte offset in the file (multiple of align)
-  uint64_t length = 0;    // payload bytes (true size)
-  uint64_t padded = 0;    // bytes transferred: length, or round_up(length, align) with pad_to_align
-  int32_t vrank = -1;     // virtual rank that owns the data
-  int32_t shard = -1;     // index into that vrank's RankShards::shards; -1 = index/footer
-  int32_t source = -1;    // real rank that produces (save) / consumes (restore) the bytes
+  uint64_t offset = 0;  // byte offset in the file (multiple of align)
+  uint64_t length = 0;  // payload bytes (true size)
+  uint64_t padded = 0;  // bytes transferred: length, or round_up(length, align) with pad_to_align
+  int32_t vrank = -1;   // virtual rank that owns the data
+  int32_t shard = -1;   // index into that vrank's RankShards::shards; -1 = index/footer
+  int32_t source = -1;  // real rank that produces (save) / consumes (restore) the bytes
 };
 
 struct FileSpec {
@@ -53,44 +59,44 @@ struct RemoteExtent {
 
 // What one real rank does in a point.
 struct RankIo {
-  int rank = 0;                   // real MPI rank
-  std::vector<int> vranks;        // virtual ranks replayed here
-  std::vector<FileSpec> files;    // files this rank opens and transfers
+  int rank = 0;                 // real MPI rank
+  std::vector<int> vranks;      // virtual ranks replayed here
+  std::vector<FileSpec> files;  // files this rank opens and transfers
   // Node aggregation: extents of this rank's shards that another rank (the leader) writes.
-  int leader = -1;                // real rank receiving this rank's data (-1: none)
+  int leader = -1;                   // real rank receiving this rank's data (-1: none)
   std::vector<RemoteExtent> remote;  // this rank's extents written by `leader`, in file order
-  uint64_t payload_bytes = 0;     // bytes of shards owned by this rank's vranks
-  uint64_t transfer_bytes = 0;    // bytes this rank moves to/from files (incl. padding and index)
+  uint64_t payload_bytes = 0;        // bytes of shards owned by this rank's vranks
+  uint64_t transfer_bytes = 0;  // bytes this rank moves to/from files (incl. padding and index)
 };
 
 struct PlanStats {
   uint64_t files = 0;
   uint64_t dirs = 0;
-  uint64_t payload_bytes = 0;     // shard bytes
-  uint64_t padding_bytes = 0;     // alignment padding written
-  uint64_t index_bytes = 0;       // footers/indexes
-  uint64_t file_bytes = 0;        // sum of file sizes
+  uint64_t payload_bytes = 0;       // shard bytes
+  uint64_t padding_bytes = 0;       // alignment padding written
+  uint64_t index_bytes = 0;         // footers/indexes
+  uint64_t file_bytes = 0;          // sum of file sizes
   uint64_t zero_padding_bytes = 0;  // ZeRO flat-buffer padding (reported, not written)
   uint64_t rank_bytes_min = 0, rank_bytes_max = 0;  // per virtual rank payload
   double rank_bytes_mean = 0;
-  std::map<int, uint64_t> size_histogram;          // floor(log2(file size)) -> count (-1 for 0)
-  std::map<std::string, uint64_t> kind_bytes;      // state kind -> payload bytes
+  std::map<int, uint64_t> size_histogram;      // floor(log2(file size)) -> count (-1 for 0)
+  std::map<std::string, uint64_t> kind_bytes;  // state kind -> payload bytes
 };
 
 struct PlanInput {
   const ModelDesc* model = nullptr;
   TrainingState state;
-  Parallelism par;                 // resolved
+  Parallelism par;  // resolved
   double scale = 1.0;
   LayoutOptions layout;
   int real_world = 1;
-  std::vector<int> node_of_rank;   // real rank -> node index (size real_world)
+  std::vector<int> node_of_rank;  // real rank -> node index (size real_world)
 };
 
 struct IoPlan {
   PlanStats stats;
-  bool any_shared = false;         // some file has several writers (ranks must barrier after create)
-  std::vector<std::string> dirs;   // directories to create (relative), parents first
+  bool any_shared = false;        // some file has several writers (ranks must barrier after create)
+  std::vector<std::string> dirs;  // directories to create (relative), parents first
   std::vector<RankShards> shards;  // shards of every virtual rank (index = vrank)
   std::vector<RankIo> ranks;       // per real rank (index = real rank)
 };

@@ -25,7 +25,8 @@ class LatencyHistogram {
   void merge(const LatencyHistogram& o);
   uint64_t count() const { return count_; }
   uint64_t max_ns() const { return max_; }
-  // Value at quantile q in [0,1]: upper bound of the bucket holding the q-th sample (capped at max).
+  // Value at quantile q in [0,1]: upper bound of the bucket holding the q-th sample (capped at
+  // max).
   uint64_t percentile_ns(double q) const;
   static int bucket_of(uint64_t ns);
   static uint64_t bucket_low(int b);
@@ -115,11 +116,11 @@ struct MinMeanMax {
 // A phase reduced across all ranks (collective over comm; the result is valid on every rank).
 struct PhaseResult {
   uint64_t bytes = 0, ops = 0, files = 0, meta_ops = 0;
-  double elapsed_s = 0;          // max over ranks of (end - start), starts aligned by a barrier
-  MinMeanMax rank_time_s;        // per-rank (end - start)
+  double elapsed_s = 0;    // max over ranks of (end - start), starts aligned by a barrier
+  MinMeanMax rank_time_s;  // per-rank (end - start)
   std::array<MinMeanMax, kSteps> steps;
-  LatencyHistogram hist;         // merged across ranks
-  double straggler_ratio = 0;    // max / mean rank time (ranks that moved bytes)
+  LatencyHistogram hist;             // merged across ranks
+  double straggler_ratio = 0;        // max / mean rank time (ranks that moved bytes)
   std::vector<double> rank_times_s;  // per real rank, for straggler plots
   std::vector<double> rank_bytes;    // per real rank, bytes moved
   double bandwidth_GiBps() const;

@@ -1,4 +1,5 @@
-// Model description -> tensor inventory (pure). Built-in zoo, custom dimensions, safetensors import.
+// Model description -> tensor inventory (pure). Built-in zoo, custom dimensions, safetensors
+// import.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -11,7 +12,8 @@ namespace ckpt {
 
 enum class DType { f64, f32, f16, bf16, f8_e4m3, f8_e5m2, i64, i32, i16, i8, u8, boolean };
 uint64_t dtype_size(DType t);
-std::string_view dtype_name(DType t);  // "bf16", "f32", ... (safetensors spellings accepted on parse)
+std::string_view dtype_name(
+    DType t);  // "bf16", "f32", ... (safetensors spellings accepted on parse)
 std::optional<DType> parse_dtype(std::string_view s);
 // Floating-point dtypes carry optimizer state; integer/bool tensors (buffers) save weights only.
 bool dtype_is_float(DType t);
@@ -20,11 +22,11 @@ bool dtype_is_float(DType t);
 enum class Placement { layer, first_stage, last_stage };
 
 struct TensorDesc {
-  std::string name;              // e.g. "layers.3.attention.wq.weight"; never contains "..", no leading '/'
-  std::vector<uint64_t> shape;   // full (unsharded) shape
-  int tp_split_dim = -1;         // dimension split across TP ranks; -1 = replicated on every TP rank
+  std::string name;  // e.g. "layers.3.attention.wq.weight"; never contains "..", no leading '/'
+  std::vector<uint64_t> shape;  // full (unsharded) shape
+  int tp_split_dim = -1;        // dimension split across TP ranks; -1 = replicated on every TP rank
   Placement placement = Placement::layer;
-  int layer = -1;                // layer index when placement == layer
+  int layer = -1;  // layer index when placement == layer
   // Weight dtype of this tensor when it differs from TrainingState::weight_dtype (safetensors
   // import keeps each tensor's own dtype). Master/optimizer dtypes always come from TrainingState.
   std::optional<DType> dtype;
@@ -42,23 +44,23 @@ struct TensorDesc {
 struct TransformerDims {
   uint64_t hidden = 0;
   uint64_t layers = 0;
-  uint64_t ffn = 0;            // intermediate size; 0 = 4 * hidden
+  uint64_t ffn = 0;  // intermediate size; 0 = 4 * hidden
   uint64_t heads = 0;
-  uint64_t kv_heads = 0;       // 0 = heads
+  uint64_t kv_heads = 0;  // 0 = heads
   uint64_t vocab = 0;
   bool tied_embeddings = false;
-  bool gated_mlp = true;       // SwiGLU (w1,w2,w3) vs plain GPT (fc1+bias, fc2+bias)
-  bool layernorm = false;      // LayerNorm (weight+bias) instead of RMSNorm
-  bool attn_bias = false;      // GPT-style qkv/o biases
-  uint64_t experts = 0;        // 0 or 1 = dense; E > 1 = MoE with a router [h, E]
-  uint64_t positions = 0;      // learned position embeddings [positions, h] (GPT); 0 = none (RoPE)
+  bool gated_mlp = true;   // SwiGLU (w1,w2,w3) vs plain GPT (fc1+bias, fc2+bias)
+  bool layernorm = false;  // LayerNorm (weight+bias) instead of RMSNorm
+  bool attn_bias = false;  // GPT-style qkv/o biases
+  uint64_t experts = 0;    // 0 or 1 = dense; E > 1 = MoE with a router [h, E]
+  uint64_t positions = 0;  // learned position embeddings [positions, h] (GPT); 0 = none (RoPE)
 };
 
 struct ModelDesc {
   std::string name;
-  std::string source;          // "zoo", "custom", "safetensors:<path>"
-  std::optional<TransformerDims> dims;   // known for zoo/custom models
-  uint64_t num_layers = 0;     // for PP splitting (from dims, or inferred from tensor names)
+  std::string source;                   // "zoo", "custom", "safetensors:<path>"
+  std::optional<TransformerDims> dims;  // known for zoo/custom models
+  uint64_t num_layers = 0;  // for PP splitting (from dims, or inferred from tensor names)
   std::vector<TensorDesc> tensors;
   std::string sizing = "exact";  // "dlio": one synthetic "model_states" tensor of N params
   uint64_t num_params() const;
@@ -68,8 +70,8 @@ struct ModelDesc {
 enum class Optimizer { adam, sgd, none };
 struct TrainingState {
   DType weight_dtype = DType::bf16;
-  DType master_dtype = DType::f32;   // fp32 master weights (absent when optimizer == none)
-  DType optim_dtype = DType::f32;    // Adam moments / SGD momentum
+  DType master_dtype = DType::f32;  // fp32 master weights (absent when optimizer == none)
+  DType optim_dtype = DType::f32;   // Adam moments / SGD momentum
   Optimizer optimizer = Optimizer::adam;
   // Bytes per parameter of the full training state (14 for bf16 + fp32 master + 2 fp32 moments).
   uint64_t bytes_per_param() const;
@@ -93,11 +95,11 @@ uint64_t dlio_num_params(const TransformerDims& d);
 
 // The "model" section of the config, resolved.
 struct ModelConfig {
-  std::string preset;          // zoo name, "custom" or "safetensors"
+  std::string preset;  // zoo name, "custom" or "safetensors"
   std::optional<TransformerDims> custom;
   std::string safetensors_path;  // file, directory, or *.index.json
   TrainingState state;
-  double scale = 1.0;          // shrink every tensor's bytes, keep tensor/file counts; (0, 1]
+  double scale = 1.0;            // shrink every tensor's bytes, keep tensor/file counts; (0, 1]
   std::string sizing = "exact";  // "exact" | "dlio" (MLPerf Storage checkpoint sizing)
 };
 

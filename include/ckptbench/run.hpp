@@ -11,12 +11,12 @@
 namespace ckpt {
 
 struct RunOptions {
-  std::string target_override;   // --target
-  bool force = false;            // allow a non-empty target
-  bool quiet = false;            // no progress lines
-  bool live = false;             // live progress line on rank 0 (main decides: a terminal)
-  bool dry_run = false;          // list points and planned bytes, no I/O
-  std::string output;            // report path, checked for writability before any I/O
+  std::string target_override;  // --target
+  bool force = false;           // allow a non-empty target
+  bool quiet = false;           // no progress lines
+  bool live = false;            // live progress line on rank 0 (main decides: a terminal)
+  bool dry_run = false;         // list points and planned bytes, no I/O
+  std::string output;           // report path, checked for writability before any I/O
   // Called on rank 0 after every repetition with the document as it would stand if the run
   // died now (status "failed", the finished points, the reason "interrupted"). main writes it to
   // the report path, so a killed or interrupted run still leaves a valid, honest document.
@@ -31,10 +31,10 @@ inline constexpr const char* kFaultEnv = "CKPT_FAULT_INJECT";
 void install_stop_handlers();
 
 struct RunResult {
-  nlohmann::json doc;            // the report (on rank 0; may be partial when failed)
-  int exit_code = 0;             // 0 ok, 1 run failure (doc says why), 2 bad input (no doc)
-  std::string error;             // message for the user (same on every rank)
-  bool write_doc = false;        // false for bad input detected before any I/O
+  nlohmann::json doc;      // the report (on rank 0; may be partial when failed)
+  int exit_code = 0;       // 0 ok, 1 run failure (doc says why), 2 bad input (no doc)
+  std::string error;       // message for the user (same on every rank)
+  bool write_doc = false;  // false for bad input detected before any I/O
 };
 
 // Runs the whole config collectively on comm. Never hangs on a one-rank failure: errors are

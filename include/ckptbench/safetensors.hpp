@@ -13,7 +13,7 @@ struct SafetensorsEntry {
   std::string name;
   DType dtype;
   std::vector<uint64_t> shape;
-  uint64_t begin = 0, end = 0;   // data_offsets, relative to the data section
+  uint64_t begin = 0, end = 0;  // data_offsets, relative to the data section
 };
 
 // Parses a header given the whole file prefix (8-byte length + JSON) and the file size.

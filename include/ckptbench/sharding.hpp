@@ -15,10 +15,10 @@ enum class RankOrder { tp_dp_pp, tp_pp_dp };
 struct Parallelism {
   int tp = 1;
   int pp = 1;
-  int dp = 0;               // 0 = auto: world / (tp * pp)
-  int zero_stage = 0;       // 0..3
+  int dp = 0;          // 0 = auto: world / (tp * pp)
+  int zero_stage = 0;  // 0..3
   RankOrder order = RankOrder::tp_dp_pp;
-  int emulate_world = 0;    // 0 = the MPI world; > world: replay virtual ranks v on real rank v % N
+  int emulate_world = 0;  // 0 = the MPI world; > world: replay virtual ranks v on real rank v % N
 };
 
 // Parses the config's "parallelism" object {tp, pp, dp ("auto" or int), zero_stage, rank_order,
@@ -45,21 +45,21 @@ std::pair<uint64_t, uint64_t> stage_layers(uint64_t layers, int pp, int stage);
 // A piece of state one rank saves: a TP-local tensor (or, under ZeRO partitioning, a contiguous
 // fragment of the flattened TP/PP-local state) of one state kind.
 struct Shard {
-  uint32_t tensor = 0;            // index into ModelDesc::tensors
+  uint32_t tensor = 0;  // index into ModelDesc::tensors
   StateKind kind = StateKind::weights;
   DType dtype = DType::bf16;
-  std::vector<uint64_t> shape;    // TP-local shape; for ZeRO fragments {numel}
-  uint64_t elem_offset = 0;       // first element of the fragment within the TP-local tensor
-  uint64_t numel = 0;             // elements (unscaled)
-  bool fragment = false;          // true for a ZeRO partition fragment
-  uint64_t bytes = 0;             // bytes to write after `scale` (>= 1 element's worth when numel > 0)
+  std::vector<uint64_t> shape;  // TP-local shape; for ZeRO fragments {numel}
+  uint64_t elem_offset = 0;     // first element of the fragment within the TP-local tensor
+  uint64_t numel = 0;           // elements (unscaled)
+  bool fragment = false;        // true for a ZeRO partition fragment
+  uint64_t bytes = 0;  // bytes to write after `scale` (>= 1 element's worth when numel > 0)
 };
 
 struct RankShards {
   RankCoord coord;
   std::vector<Shard> shards;
-  uint64_t payload_bytes = 0;     // sum of shards' bytes
-  uint64_t zero_padding_bytes = 0; // ZeRO flat-buffer padding owned by this rank (scaled)
+  uint64_t payload_bytes = 0;       // sum of shards' bytes
+  uint64_t zero_padding_bytes = 0;  // ZeRO flat-buffer padding owned by this rank (scaled)
 };
 
 // Rules (decisions documented here):

@@ -27,8 +27,8 @@ TEST(Pattern, DependsOnFileAndOffset) {
   p.fill(a, 1, 0, 0, false);
   p.fill(b, 2, 0, 0, false);
   EXPECT_NE(0, memcmp(a.data(), b.data(), a.size()));
-  EXPECT_TRUE(p.check(a, 2, 0, 0).has_value());       // wrong file
-  EXPECT_TRUE(p.check(a, 1, 4096, 0).has_value());    // wrong extent offset
+  EXPECT_TRUE(p.check(a, 2, 0, 0).has_value());     // wrong file
+  EXPECT_TRUE(p.check(a, 1, 4096, 0).has_value());  // wrong extent offset
   EXPECT_FALSE(p.check(a, 1, 0, 0).has_value());
 }
 

@@ -52,7 +52,8 @@ void check_extents(const IoPlan& plan, uint64_t align, bool padded) {
     }
   for (auto& [id, v] : by_file) {
     std::sort(v.begin(), v.end());
-    for (size_t i = 1; i < v.size(); i++) EXPECT_LE(v[i - 1].second, v[i].first) << "overlap in file " << id;
+    for (size_t i = 1; i < v.size(); i++)
+      EXPECT_LE(v[i - 1].second, v[i].first) << "overlap in file " << id;
   }
   EXPECT_EQ(payload, plan.stats.payload_bytes);
   uint64_t shard_bytes = 0;

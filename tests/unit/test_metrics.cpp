@@ -17,7 +17,8 @@ TEST(Histogram, BucketsCoverValuesTightly) {
     EXPECT_GT(LatencyHistogram::bucket_high(b), v) << v;
     // Width at most 1/8 of the lower bound (above the exact range).
     if (v >= 8) {
-      double w = static_cast<double>(LatencyHistogram::bucket_high(b) - LatencyHistogram::bucket_low(b));
+      double w =
+          static_cast<double>(LatencyHistogram::bucket_high(b) - LatencyHistogram::bucket_low(b));
       EXPECT_LE(w, static_cast<double>(LatencyHistogram::bucket_low(b)) / 8.0 + 1) << v;
     }
   }
