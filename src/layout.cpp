@@ -44,8 +44,15 @@ nlohmann::json plan_stats_json(const PlanStats& st) {
 }
 
 std::string shard_label(const ModelDesc& m, const Shard& s) {
-  std::string l = m.tensors[s.tensor].name + "/" + std::string(state_kind_name(s.kind));
-  if (s.fragment) l += "@" + std::to_string(s.elem_offset);
+  // Appended piece by piece: `"@" + std::to_string(...)` trips GCC 12's -Wrestrict false
+  // positive (GCC bug 105329) at -O3, which breaks Release builds with -Werror.
+  std::string l = m.tensors[s.tensor].name;
+  l += '/';
+  l += state_kind_name(s.kind);
+  if (s.fragment) {
+    l += '@';
+    l += std::to_string(s.elem_offset);
+  }
   return l;
 }
 
@@ -140,10 +147,16 @@ struct Builder {
           dirs.insert(dir);
           for (size_t i = 0; i < sh.size(); i++) {
             GFile f;
-            std::string name = in.model->tensors[sh[i].tensor].name + "." +
-                               std::string(state_kind_name(sh[i].kind));
-            if (sh[i].fragment) name += "." + std::to_string(sh[i].elem_offset);
-            f.path = dir + "/" + name;
+            // Piece by piece, as in shard_label (GCC 12 -Wrestrict false positive otherwise).
+            f.path = dir;
+            f.path += '/';
+            f.path += in.model->tensors[sh[i].tensor].name;
+            f.path += '.';
+            f.path += state_kind_name(sh[i].kind);
+            if (sh[i].fragment) {
+              f.path += '.';
+              f.path += std::to_string(sh[i].elem_offset);
+            }
             uint64_t cursor = 0;
             append(f, cursor, v, {static_cast<int>(i)}, real_of(v));
             if (!f.extents.empty()) files.push_back(std::move(f));
