@@ -18,7 +18,9 @@
 #        FIO_IOMEM=auto|shmhuge|malloc (see below)
 #
 # Buffer memory decides the result on some machines, so both tools get the same kind: ckptbench's
-# pool is one 2 MiB-aligned region with MADV_HUGEPAGE (settings.buffer_huge_pages in the report).
+# pool is one 2 MiB-aligned region with MADV_HUGEPAGE (settings.buffer_huge_pages in the report;
+# settings.buffer_huge_page_bytes says how much the kernel really backed, and the script warns
+# when that is less than the pool).
 # A 1 MiB buffer of scattered 4 KiB pages can exceed the device's max_segments (254 on virtio-blk)
 # and be split into two requests; a huge-page buffer never is. fio's default buffers are malloc'd
 # and only huge when THP is "always". FIO_IOMEM=auto (default) therefore gives fio SysV huge pages
@@ -110,7 +112,14 @@ run_ckpt() {
     2> "$work/ckpt.err" >/dev/null || { cat "$work/ckpt.err" >&2; exit 1; }
   python3 - "$work/r.json" "$row" "$pair" >> "$out" <<'PY'
 import json, sys
-rep = json.load(open(sys.argv[1]))["points"][0]["repetitions"][0]
+point = json.load(open(sys.argv[1]))["points"][0]
+rep = point["repetitions"][0]
+st = point.get("settings", {})
+huge, pool = st.get("buffer_huge_page_bytes", -1), st.get("buffer_pool_bytes", 0)
+if 0 <= huge < pool:
+    print(f"bench_vs_fio: WARNING: only {huge} of ckptbench's {pool} buffer bytes are huge pages "
+          "(THP off or memory fragmented): its transfers may be split like malloc'd ones",
+          file=sys.stderr)
 for ph, rw in (("save", "write"), ("restore", "read")):
     x = rep[ph]
     io = x["steps"]["io_s"]["max"]

@@ -3,6 +3,8 @@
 #include <sys/mman.h>
 
 #include <cerrno>
+#include <cinttypes>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -112,6 +114,32 @@ BufferPool::BufferPool(size_t count, uint64_t size, uint64_t align) : size_(size
     bufs_[i].data = start + i * stride;
     bufs_[i].size = size;
   }
+}
+
+int64_t BufferPool::huge_page_bytes() const {
+  FILE* f = std::fopen("/proc/self/smaps", "re");
+  if (f == nullptr) return -1;
+  const auto lo = reinterpret_cast<uintptr_t>(region_);
+  const uintptr_t hi = lo + region_bytes_;
+  int64_t total = 0;
+  bool inside = false, seen = false;
+  char line[512];
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    uintptr_t a = 0, b = 0;
+    // A mapping header is "start-end perms offset dev inode [path]" in lower-case hex; field
+    // lines ("AnonHugePages:   2048 kB") start with an upper-case name.
+    const bool header = (line[0] >= '0' && line[0] <= '9') || (line[0] >= 'a' && line[0] <= 'f');
+    if (header && std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR, &a, &b) == 2) {
+      inside = a < hi && b > lo;
+      seen = seen || inside;
+      continue;
+    }
+    unsigned long long kb = 0;
+    if (inside && std::sscanf(line, "AnonHugePages: %llu kB", &kb) == 1)
+      total += static_cast<int64_t>(kb) * 1024;
+  }
+  std::fclose(f);
+  return seen ? total : -1;
 }
 
 BufferPool::~BufferPool() {

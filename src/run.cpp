@@ -907,12 +907,25 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
       }
       pj["repetitions"] = reps;
       pj["summary"] = {{"save", summarize(reps, "save")}, {"restore", summarize(reps, "restore")}};
+      // What the kernel really backed with huge pages (the least of any rank; -1 unknown).
+      int64_t huge_min = pool.huge_page_bytes();
+      MPI_Allreduce(MPI_IN_PLACE, &huge_min, 1, MPI_INT64_T, MPI_MIN, comm);
+      if (pc.direct && huge_min >= 0 && static_cast<uint64_t>(huge_min) < pool.total_bytes() &&
+          pc.block_size > (1u << 20) / 2)
+        warnings.push_back(
+            "only " + format_bytes(static_cast<uint64_t>(huge_min)) + " of the " +
+            format_bytes(pool.total_bytes()) +
+            " buffer pool is backed by huge pages (transparent huge pages off or memory "
+            "fragmented): O_DIRECT transfers from scattered 4 KiB pages can exceed the device's "
+            "segment limit and be split, which lowers bandwidth on some devices");
       pj["settings"] = {
           {"align", align},
           {"pad_to_align", pc.direct},
           {"dio_offset_align", fsi.dio_offset_align},
           {"buffer_pool_bytes", pool.total_bytes()},
           {"buffers", pool.count()},
+          {"buffer_huge_pages", pool.huge_pages()},
+          {"buffer_huge_page_bytes", huge_min},
           {"cache", cache_name(cache)},
           {"sync", sync_name(pc.sync)},
           {"preallocate", pc.preallocate},

@@ -57,6 +57,10 @@ class BufferPool {
   uint64_t total_bytes() const { return size_ * bufs_.size(); }
   // True when madvise(MADV_HUGEPAGE) was accepted for the pool's region.
   bool huge_pages() const { return huge_pages_; }
+  // Bytes of the pool's region that are backed by transparent huge pages now (AnonHugePages of its
+  // mappings in /proc/self/smaps): what the kernel actually gave, which an accepted madvise does
+  // not promise. -1 when it cannot be read.
+  int64_t huge_page_bytes() const;
 
  private:
   uint64_t size_;

@@ -1,6 +1,9 @@
 // The data pattern: fill and check round-trip at any position; any changed byte is found.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <vector>
 
 #include "ckptbench/buffers.hpp"
@@ -45,5 +48,30 @@ TEST(Pattern, UnalignedPositionsAndCorruption) {
       ASSERT_TRUE(bad.has_value()) << pos << " " << at;
       EXPECT_EQ(*bad, at);
     }
+  }
+}
+
+// The pool is one region: buffers are aligned, do not overlap, and the huge-page measurement
+// reads the pool's own mappings (never "unknown" on Linux, whole 2 MiB pages, none with THP off).
+TEST(BufferPool, OneAlignedRegionAndItsHugePagesAreMeasured) {
+  const uint64_t mib = 1 << 20;
+  BufferPool pool(8, mib, 4096);
+  for (size_t i = 0; i < pool.count(); i++) {
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(pool.at(i).data) % 4096, 0u) << i;
+    if (i > 0) {
+      EXPECT_GE(pool.at(i).data, pool.at(i - 1).data + mib) << i;
+    }
+  }
+  // The first buffer starts on a 2 MiB boundary (so each 1 MiB buffer lies in one huge page).
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(pool.at(0).data) % (2 * mib), 0u);
+  pool.prefill(Pattern(mib, 3));  // touch every page
+  const int64_t huge = pool.huge_page_bytes();
+  ASSERT_GE(huge, 0) << "the pool's mapping was not found in /proc/self/smaps";
+  EXPECT_EQ(huge % static_cast<int64_t>(2 * mib), 0);
+  EXPECT_LE(huge, static_cast<int64_t>(pool.total_bytes() + 4 * mib));
+  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode((std::istreambuf_iterator<char>(thp)), std::istreambuf_iterator<char>());
+  if (mode.find("[never]") != std::string::npos) {
+    EXPECT_EQ(huge, 0);
   }
 }
