@@ -403,6 +403,17 @@ uint64_t point_align(const PointConfig& pc, uint64_t dio_align) {
   return std::max<uint64_t>(4096, dio_align);
 }
 
+// Stops a helper thread (watchdog, live line) on every way out of a scope: sets its stop flag,
+// then joins it.
+struct StopAndJoin {
+  std::atomic<bool>& stop;
+  std::thread& t;
+  ~StopAndJoin() {
+    stop = true;
+    if (t.joinable()) t.join();
+  }
+};
+
 // Runs a step that comes before any measurement. A failure ends the run without a document:
 // bad input (ConfigError) exits 2, anything else (e.g. the run directory cannot be made) exits 1.
 // True when the step failed (res holds the exit code and message).
@@ -615,14 +626,7 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
       }
     });
   }
-  struct JoinWatchdog {
-    std::atomic<bool>& stop;
-    std::thread& t;
-    ~JoinWatchdog() {
-      stop = true;
-      if (t.joinable()) t.join();
-    }
-  } join_watchdog{watchdog_stop, watchdog};
+  StopAndJoin join_watchdog{watchdog_stop, watchdog};
   try {
     for (int pi = 0; pi < npoints; pi++) {
       const PointConfig& pc = cfg.points[pi];
@@ -764,14 +768,7 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
               std::fflush(stdout);
             });
           }
-          struct StopLive {
-            std::atomic<bool>& stop;
-            std::thread& t;
-            ~StopLive() {
-              stop = true;
-              if (t.joinable()) t.join();
-            }
-          } stop_live{live_stop, live};
+          StopAndJoin stop_live{live_stop, live};
           auto [o, m] = attempt(rank, [&] {
             const char* pname = phase == Phase::save ? "save" : "restore";
             if (fault_requested(pi + 1, rep + 1, pname, rank))
