@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "ckptbench/backend.hpp"
+#include "ckptbench/config.hpp"
 #include "ckptbench/error.hpp"
 #include "ckptbench/layout.hpp"
+#include "ckptbench/run.hpp"
 
 namespace ckpt_test {
 
@@ -80,6 +82,25 @@ inline std::string shared_target(const std::string& tag) {
   }
   return bcast_from_root(d);
 }
+
+// A whole `ckptbench run` of config on every rank (quiet), into a fresh target under /var/tmp
+// that is removed, with everything in it, when this goes out of scope on all ranks.
+struct WorldRun {
+  std::string target;
+  RunResult result;
+  WorldRun(const json& config, const std::string& tag) : target(shared_target(tag)) {
+    RunOptions opt;
+    opt.target_override = target;
+    opt.quiet = true;
+    result = run_benchmark(parse_config(config), opt, MPI_COMM_WORLD);
+  }
+  ~WorldRun() {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (world_rank() == 0) std::filesystem::remove_all(target);
+  }
+  WorldRun(const WorldRun&) = delete;
+  WorldRun& operator=(const WorldRun&) = delete;
+};
 
 // Expects fn to throw ConfigError whose message contains needle.
 inline void expect_config_error(const std::function<void()>& fn, const std::string& needle) {

@@ -33,12 +33,8 @@ class PosixRun : public ::testing::TestWithParam<std::tuple<bool, const char*>> 
 
 TEST_P(PosixRun, SaveRestoreVerifyAndReport) {
   auto [direct, layout] = GetParam();
-  std::string target = shared_target("posix");
-  RunConfig rc = parse_config(config(direct, layout));
-  RunOptions opt;
-  opt.target_override = target;
-  opt.quiet = true;
-  RunResult r = run_benchmark(rc, opt, MPI_COMM_WORLD);
+  WorldRun run(config(direct, layout), "posix");
+  const RunResult& r = run.result;
   ASSERT_EQ(r.exit_code, 0) << r.error;
   if (world_rank() == 0) {
     const json& d = r.doc;
@@ -98,9 +94,7 @@ TEST_P(PosixRun, SaveRestoreVerifyAndReport) {
       }
     EXPECT_EQ(count, p["plan"]["files"].get<uint64_t>());
     EXPECT_EQ(total, p["plan"]["file_bytes"].get<uint64_t>());
-    fs::remove_all(target);
   }
-  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, PosixRun,

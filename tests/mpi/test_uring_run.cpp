@@ -15,7 +15,6 @@
 #include "support.hpp"
 
 using namespace ckpt_test;
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -45,12 +44,8 @@ json config(const std::string& layout, int qd, bool direct, json opts) {
 
 // Runs the config on all ranks; on rank 0 checks status, verification and the backend settings.
 void run_and_check(const json& c, bool fixed_buffers) {
-  std::string target = shared_target("uring");
-  RunConfig rc = parse_config(c);
-  RunOptions opt;
-  opt.target_override = target;
-  opt.quiet = true;
-  RunResult r = run_benchmark(rc, opt, MPI_COMM_WORLD);
+  WorldRun run(c, "uring");
+  const RunResult& r = run.result;
   ASSERT_EQ(r.exit_code, 0) << r.error;
   if (world_rank() == 0) {
     const json& d = r.doc;
@@ -82,8 +77,6 @@ void run_and_check(const json& c, bool fixed_buffers) {
     EXPECT_FALSE(b["ring_flags"].get<std::string>().empty());
     EXPECT_FALSE(b["liburing"].get<std::string>().empty());
   }
-  if (world_rank() == 0) fs::remove_all(target);
-  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 }  // namespace

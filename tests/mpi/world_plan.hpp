@@ -52,6 +52,10 @@ struct PlanSetup {
   }
 
   const RankIo& mine() const { return plan.ranks[static_cast<size_t>(world_rank())]; }
+  // Rank shift: the files of rank + 1, as a restore on another node would read them.
+  const RankIo& neighbour() const {
+    return plan.ranks[static_cast<size_t>((world_rank() + 1) % world_size())];
+  }
 
   uint64_t transfer_bytes(const RankIo& io) const {
     uint64_t b = 0;
@@ -71,6 +75,16 @@ inline void run_phase(Backend& b, const PlanSetup& s, Phase ph, const RankIo& io
                       const std::string& dir, BufferPool& pool, PatternPath& dp,
                       PhaseRecorder& rec) {
   run_phase(b, s.pc, ph, io, dir, pool, dp, rec, &s.plan, &s.model);
+}
+
+// A restore of io's files with a fresh pattern data path (aborts the job on an error, so no
+// rank waits forever); returns the bytes handed to the data path, all verified.
+inline uint64_t restore_verified(Backend& b, const PlanSetup& s, const RankIo& io,
+                                 const std::string& dir, BufferPool& pool) {
+  PatternPath dp;
+  PhaseRecorder rec;
+  run_or_abort([&] { run_phase(b, s, Phase::restore, io, dir, pool, dp, rec); });
+  return dp.consumed;
 }
 
 // True on every rank if it is true on all of them (so a failure on one rank stops all).
