@@ -1,13 +1,8 @@
 #!/usr/bin/env bash
 # Bad input: one clear message naming the key or path, exit code 2, no file created; on 4 ranks
 # the message is printed once and nothing hangs.
-set -u
-BIN="$CKPT_BINARY"
-read -r -a MPI <<< "${CKPT_MPIEXEC:-mpiexec} ${CKPT_MPIEXEC_FLAGS:-}"
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
-work="$(mktemp -d /var/tmp/ckpt-badinput.XXXXXX)"
-trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
-fails=0; passes=0
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+make_workdir badinput
 
 # expect NAME EXPECTED_SUBSTRING CMD...: exit 2, message contains substring, printed once,
 # and no file appears under $work/target*.
@@ -20,18 +15,18 @@ expect() {
   local n
   n="$(grep -c "ckptbench: error" <<< "$out")"
   if [ "$code" -ne 2 ]; then
-    echo "FAIL $name: exit $code (want 2): $out"; fails=$((fails+1)); return
+    bad "$name: exit $code (want 2): $out"; return
   fi
   if ! grep -qF -- "$want" <<< "$out"; then
-    echo "FAIL $name: message lacks '$want': $out"; fails=$((fails+1)); return
+    bad "$name: message lacks '$want': $out"; return
   fi
   if [ "$n" -ne 1 ]; then
-    echo "FAIL $name: message printed $n times: $out"; fails=$((fails+1)); return
+    bad "$name: message printed $n times: $out"; return
   fi
   if [ "$before" != "$after" ]; then
-    echo "FAIL $name: files were created: $(diff <(echo "$before") <(echo "$after"))"; fails=$((fails+1)); return
+    bad "$name: files were created: $(diff <(echo "$before") <(echo "$after"))"; return
   fi
-  echo "ok   $name"; passes=$((passes+1))
+  ok "$name"
 }
 
 cfg() { echo "$2" > "$work/$1.json"; echo "$work/$1.json"; }
@@ -62,6 +57,5 @@ done
 expect "validate unknown key" "unknown key 'blok_size'" "$BIN" validate "$(cfg k "{$base, \"blok_size\": \"1M\"}")"
 expect "refuse system dir" "refusing a system directory" "$BIN" run --target /usr
 # A valid config validates with exit 0.
-if "$BIN" validate "$(cfg ok "{$base}")" >/dev/null; then echo "ok   validate ok"; passes=$((passes+1)); else echo "FAIL validate ok"; fails=$((fails+1)); fi
-echo "$passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+if "$BIN" validate "$(cfg ok "{$base}")" >/dev/null; then ok "validate ok"; else bad "validate ok"; fi
+summary

@@ -4,18 +4,10 @@
 # (`unknown key 'x' (allowed[ in 'S']: a, b, c)`), for the top level, parallelism, model and each
 # backend section; each must be documented in docs/config.md as `key` (top level) or `S.key`;
 # and every key documented in a table row there must be one the validator accepts.
-set -u
-BIN="${CKPT_BINARY:-}"
-SRC="${CKPT_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}"
-if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
-  echo "skip: CKPT_BINARY is not set to the ckptbench binary"; exit 77
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+need_binary
 DOC="$SRC/docs/config.md"
-work="$(mktemp -d /tmp/ckpt-configs.XXXXXX)"
-trap 'rm -rf "$work"' EXIT
-fails=0; passes=0
-ok() { echo "ok   $1"; passes=$((passes+1)); }
-bad() { echo "FAIL $1"; fails=$((fails+1)); }
+make_workdir configs /tmp
 
 # 1. Every shipped config validates and says what it shows.
 n=0
@@ -88,5 +80,4 @@ else
   else bad "docs/config.md documents keys the validator rejects:$stale"; fi
 fi
 
-echo "configs/docs: $passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+summary configs/docs

@@ -1,12 +1,8 @@
 #!/usr/bin/env bash
 # --dlio-summary writes a DLIO-style summary whose numbers are the report's, aggregated.
-set -u
-BIN="$CKPT_BINARY"
-read -r -a MPI <<< "${CKPT_MPIEXEC:-mpiexec} ${CKPT_MPIEXEC_FLAGS:-}"
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
-work="$(mktemp -d /var/tmp/ckpt-dlio.XXXXXX)"
-trap 'rm -rf "$work"' EXIT
+make_workdir dlio
 cat > "$work/c.json" <<'J'
 {"model": "tiny", "parallelism": {"tp": 2, "dp": "auto", "zero_stage": 1}, "layout": "aggregated-rank",
  "backend": "posix", "block_size": "256K", "repetitions": 3, "cache": "fadvise"}

@@ -2,15 +2,8 @@
 # Failures mid-run: a failing rank at point 3 leaves a document with the 2 finished points and
 # the error; a file deleted, truncated or corrupted between save and restore gives a clear
 # error naming it. Nothing hangs (every run under a timeout), exit code 1.
-set -u
-BIN="$CKPT_BINARY"
-read -r -a MPI <<< "${CKPT_MPIEXEC:-mpiexec} ${CKPT_MPIEXEC_FLAGS:-}"
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
-work="$(mktemp -d /var/tmp/ckpt-faults.XXXXXX)"
-trap 'rm -rf "$work"' EXIT
-fails=0; passes=0
-ok() { echo "ok   $1"; passes=$((passes+1)); }
-bad() { echo "FAIL $1"; fails=$((fails+1)); }
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+make_workdir faults
 
 cat > "$work/sweep.json" <<'J'
 {"model": "tiny", "parallelism": {"tp": 2, "dp": "auto"}, "layout": "file-per-shard",
@@ -61,5 +54,4 @@ done
 # The run directories are removed after a failure (nothing half-written left behind).
 left="$(find "$work" -name '*.pt' | wc -l)"
 [ "$left" -eq 0 ] && ok "no checkpoint files left after failures" || bad "$left files left behind"
-echo "$passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+summary

@@ -5,24 +5,11 @@
 #  - compare.py on two crafted reports: exact ratios B/A, flags beyond the repetitions' spread,
 #    matching on config and on params, exit 0; a schema_version mismatch and an unreadable file
 #    exit 2 with a clear message.
-set -u
-BIN="${CKPT_BINARY:-}"
-SRC="${CKPT_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}"
-read -r -a MPI <<< "${CKPT_MPIEXEC:-mpiexec} ${CKPT_MPIEXEC_FLAGS:-}"
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
-# Debian's matplotlib belongs to /usr/bin/python3 (a python3 earlier in PATH may lack it).
-PY=""
-for c in "${CKPT_PYTHON:-}" /usr/bin/python3 python3; do
-  [ -n "$c" ] || continue
-  if "$c" -c 'import matplotlib' 2>/dev/null; then PY="$c"; break; fi
-done
-if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then echo "skip: CKPT_BINARY is not set"; exit 77; fi
-if [ -z "$PY" ]; then echo "skip: no python3 with matplotlib (apt-get install python3-matplotlib)"; exit 77; fi
-work="$(mktemp -d /var/tmp/ckpt-plotcmp.XXXXXX)"
-trap 'rm -rf "$work"' EXIT
-fails=0; passes=0
-ok() { echo "ok   $1"; passes=$((passes+1)); }
-bad() { echo "FAIL $1"; fails=$((fails+1)); }
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+need_binary
+PY="$(python_with matplotlib)" ||
+  { echo "skip: no python3 with matplotlib (apt-get install python3-matplotlib)"; exit 77; }
+make_workdir plotcmp
 
 # ---- 1. a real report: 2 block sizes x 2 queue depths, 2 repetitions, 4 ranks (a few MiB)
 cat > "$work/sweep.json" <<'EOF'
@@ -152,5 +139,4 @@ for f in missing.json garbage.json; do
   else bad "compare.py on $f: exit $code: $out"; fi
 done
 
-echo "plot/compare: $passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+summary plot/compare

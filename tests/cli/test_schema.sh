@@ -5,32 +5,17 @@
 # field name in a real report must appear in docs/metrics.md and every field its tables document
 # must occur in a real report (so the docs cannot drift either way), and the
 # derived numbers must follow the formulas docs/metrics.md gives. Exit 77 = skipped.
-set -u
-BIN="${CKPT_BINARY:-}"
-SRC="${CKPT_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 SCHEMA="$SRC/docs/report.schema.json"
 DOCS="$SRC/docs/metrics.md"
-read -r -a MPI <<< "${CKPT_MPIEXEC:-mpiexec} ${CKPT_MPIEXEC_FLAGS:-}"
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
-
-[ -x "$BIN" ] || { echo "skip: CKPT_BINARY '$BIN' is not an executable"; exit 77; }
+need_binary
 if [ ! -f "$SCHEMA" ] || [ ! -f "$DOCS" ]; then echo "FAIL: $SCHEMA or $DOCS missing"; exit 1; fi
-# Debian's python3-jsonschema lives with /usr/bin/python3; a pyenv python3 earlier in PATH
-# usually lacks it.
-PY=""
-for cand in /usr/bin/python3 python3; do
-  if command -v "$cand" > /dev/null && "$cand" -c "import jsonschema" 2> /dev/null; then
-    PY="$(command -v "$cand")"; break
-  fi
-done
-[ -n "$PY" ] || { echo "skip: no python3 with the jsonschema module (apt install python3-jsonschema)"; exit 77; }
+PY="$(python_with jsonschema)" ||
+  { echo "skip: no python3 with the jsonschema module (apt install python3-jsonschema)"; exit 77; }
 
-work="$(mktemp -d /var/tmp/ckpt-schema.XXXXXX)"
+make_workdir schema
 poller=""
-trap '[ -n "$poller" ] && kill "$poller" 2> /dev/null; rm -rf "$work"' EXIT
-fails=0; passes=0
-ok() { echo "ok   $1"; passes=$((passes+1)); }
-bad() { echo "FAIL $1"; fails=$((fails+1)); }
+cli_on_exit() { if [ -n "$poller" ]; then kill "$poller" 2> /dev/null; fi; }
 
 # fadvise, not the default drop-caches: dropping the whole machine's page cache is slow and
 # disturbs whatever else runs here.
@@ -267,5 +252,4 @@ sys.exit(1 if fails else 0)
 EOF
 pyrc=$?
 if [ "$pyrc" -eq 0 ]; then ok "schema, docs and formula checks"; else bad "schema, docs and formula checks (above)"; fi
-echo "$passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+summary
