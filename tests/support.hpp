@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ckptbench/backend.hpp"
@@ -32,6 +33,14 @@ inline int world_size() {
   int n = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   return n;
+}
+
+// The least and the largest of v over all ranks.
+inline std::pair<uint64_t, uint64_t> world_min_max(uint64_t v) {
+  uint64_t lo = 0, hi = 0;
+  MPI_Allreduce(&v, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&v, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  return {lo, hi};
 }
 
 // Rank 0's string on every rank.

@@ -95,9 +95,7 @@ TEST_P(Hdf5World, SaveRestoreVerifyReadBack) {
   PlanSetup s("hdf5", c.opts, c.layout, 2, 1, c.zero, c.ranks_per_file, c.scale);
   const RankIo& io = s.mine();
   const uint64_t mine = payload(io);
-  uint64_t lo = 0, hi = 0;
-  MPI_Allreduce(&mine, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(&mine, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  const auto [lo, hi] = world_min_max(mine);
   ASSERT_LT(lo, hi);
   if (c.zero == 0) {
     ASSERT_EQ(lo, 0u);

@@ -30,9 +30,7 @@ TEST_P(MpiioWorld, SaveRestoreVerify) {
   const uint64_t mine = s.transfer_bytes(io);
 
   // The point of the test: ranks move different amounts (ZeRO 0: DP rank 1 moves nothing).
-  uint64_t lo = 0, hi = 0;
-  MPI_Allreduce(&mine, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(&mine, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  const auto [lo, hi] = world_min_max(mine);
   ASSERT_LT(lo, hi);
   if (c.zero == 0) {
     ASSERT_EQ(lo, 0u);
