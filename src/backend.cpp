@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "ckptbench/error.hpp"
+#include "ckptbench/fs.hpp"
 
 namespace ckpt {
 
@@ -16,6 +17,19 @@ size_t fd_budget() {
   if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 256;
   const rlim_t cur = rl.rlim_cur;
   return cur > 128 ? static_cast<size_t>(std::min<rlim_t>(cur - 64, rlim_t{1} << 20)) : 64;
+}
+
+int open_plan_file(const PhaseContext& ctx, const FileSpec& f, int flags, const char* what) {
+  DirFd tmp;
+  int dirfd = ctx.dirfd;
+  if (dirfd < 0) {
+    tmp = DirFd(ctx.dir);
+    dirfd = tmp.get();
+  }
+  int fd = open_beneath(dirfd, f.path, flags);
+  if (fd < 0)
+    throw IoError(std::string(what) + " '" + ctx.dir + "/" + f.path + "': " + beneath_error(-fd));
+  return fd;
 }
 
 void syncfs_dir(PhaseContext& ctx) {

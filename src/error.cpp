@@ -1,5 +1,8 @@
 #include "ckptbench/error.hpp"
 
+#include <sys/resource.h>
+
+#include <cerrno>
 #include <cstring>
 
 namespace ckpt {
@@ -8,7 +11,17 @@ std::string errno_text(int err) {
   char buf[256];
   // GNU strerror_r returns a pointer that may or may not be buf.
   const char* s = strerror_r(err, buf, sizeof buf);
-  return std::string(s) + " (errno " + std::to_string(err) + ")";
+  std::string t = std::string(s) + " (errno " + std::to_string(err) + ")";
+  if (err == EFBIG) {
+    // With SIGXFSZ ignored (install_stop_handlers), a write past RLIMIT_FSIZE fails with EFBIG.
+    rlimit rl{};
+    if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+      t += ": the file size limit (ulimit -f, RLIMIT_FSIZE) is " + std::to_string(rl.rlim_cur) +
+           " bytes; raise it (ulimit -f unlimited) or plan smaller files";
+    else
+      t += ": beyond the largest file this file system allows";
+  }
+  return t;
 }
 
 void throw_errno(const std::string& what, int err) { throw IoError(what + ": " + errno_text(err)); }

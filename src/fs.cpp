@@ -1,13 +1,16 @@
 #include "ckptbench/fs.hpp"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 
@@ -198,6 +201,74 @@ void make_dirs(const std::string& path) {
   std::error_code ec;
   fsys::create_directories(path, ec);
   if (ec) throw IoError("cannot create directory '" + path + "': " + ec.message());
+}
+
+DirFd::DirFd(const std::string& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd_ < 0) throw_errno("open directory '" + path + "'", errno);
+}
+DirFd::~DirFd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+DirFd::DirFd(DirFd&& o) noexcept : fd_(o.fd_), path_(std::move(o.path_)) { o.fd_ = -1; }
+DirFd& DirFd::operator=(DirFd&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.fd_;
+    path_ = std::move(o.path_);
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+int open_beneath(int dirfd, const std::string& rel, int flags, unsigned mode) {
+  flags |= O_CLOEXEC | O_NOFOLLOW;
+  if (flags & O_CREAT) flags |= O_EXCL;
+  // openat2 is tried once per process; ENOSYS (old kernel) or EPERM (seccomp) switch to openat.
+  static std::atomic<int> have_openat2{1};
+  if (have_openat2.load(std::memory_order_relaxed)) {
+    open_how how{};
+    how.flags = static_cast<uint64_t>(flags);
+    how.mode = (flags & O_CREAT) ? mode : 0;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS;
+    for (;;) {
+      long fd = ::syscall(SYS_openat2, dirfd, rel.c_str(), &how, sizeof how);
+      if (fd >= 0) return static_cast<int>(fd);
+      if (errno == EINTR || errno == EAGAIN) continue;  // EAGAIN: a concurrent rename, retry
+      if (errno != ENOSYS && errno != EPERM) return -errno;
+      break;
+    }
+    have_openat2.store(0, std::memory_order_relaxed);
+  }
+  if (rel.empty() || rel.front() == '/' || rel == ".." || rel.rfind("../", 0) == 0 ||
+      rel.find("/../") != std::string::npos)
+    return -EXDEV;
+  int fd = ::openat(dirfd, rel.c_str(), flags, mode);
+  return fd >= 0 ? fd : -errno;
+}
+
+std::string beneath_error(int err) {
+  std::string t = errno_text(err);
+  if (err == EEXIST || err == ELOOP || err == EXDEV)
+    t += ": something other than this run put an entry (a file, a directory or a symbolic link) "
+         "where the run creates its own; ckptbench never writes through one, and stops";
+  return t;
+}
+
+void mkdir_beneath(int dirfd, const std::string& rel, const std::string& shown) {
+  auto slash = rel.rfind('/');
+  int parent = dirfd;
+  std::string leaf = rel;
+  if (slash != std::string::npos) {
+    parent = open_beneath(dirfd, rel.substr(0, slash), O_RDONLY | O_DIRECTORY);
+    if (parent < 0)
+      throw IoError("cannot create directory '" + shown + "': " + beneath_error(-parent));
+    leaf = rel.substr(slash + 1);
+  }
+  int rc = ::mkdirat(parent, leaf.c_str(), 0755);
+  int err = errno;
+  if (parent != dirfd) ::close(parent);
+  if (rc != 0) throw IoError("cannot create directory '" + shown + "': " + beneath_error(err));
 }
 
 void remove_tree(const std::string& path, const std::string& root) {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -150,19 +151,38 @@ int cmd_plan(const std::string& path, int world, bool as_json) {
 
 int cmd_run(const std::string& config_path, RunOptions opt, std::string output,
             const std::string& dlio_path, double timeout_s) {
+  // Before MPI_Init, which sizes shared-memory files too: past `ulimit -f` a call fails with EFBIG
+  // and says so, instead of SIGXFSZ ending the rank without a word.
+  std::signal(SIGXFSZ, SIG_IGN);
   MPI_Init(nullptr, nullptr);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int code = 0;
   try {
-    RunConfig rc = parse_config(load_or_default(config_path));
+    // Every rank parses; then all agree on the outcome and on what they will run, before
+    // anything is created (a rank with another config file or --target is a config error).
+    RunConfig rc;
+    std::string parse_error;
+    try {
+      rc = parse_config(load_or_default(config_path));
+      if (timeout_s >= 0) rc.timeout_s = timeout_s;
+    } catch (const ConfigError& e) {
+      parse_error = e.what();
+    }
+    json identity;
+    if (parse_error.empty()) {
+      json effective = rc.resolved;  // with --target and --timeout applied
+      effective["target"] = opt.target_override.empty() ? rc.target : opt.target_override;
+      effective["timeout_s"] = rc.timeout_s;
+      identity = {{"config", effective}, {"force", opt.force}, {"dry_run", opt.dry_run}};
+    }
+    agree_on_config(MPI_COMM_WORLD, parse_error, identity);
     if (output.empty()) {
       std::string t = utc_now();
       for (char& c : t)
         if (c == ':') c = '-';
       output = "results/ckptbench-" + t + ".json";
     }
-    if (timeout_s >= 0) rc.timeout_s = timeout_s;
     opt.output = output;
     // A live line only on a real terminal: Open MPI gives ranks a pseudo-terminal even when
     // mpirun's output goes to a file, so under it the line is opt-in (--live).

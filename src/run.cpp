@@ -17,7 +17,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <set>
 #include <thread>
 
 #include "ckptbench/backend.hpp"
@@ -204,7 +203,7 @@ class RankDataPath final : public DataPath {
 
   void consume(const FileSpec& f, const Extent& e, uint64_t pos, Buffer& buf,
                uint64_t len) override {
-    if (e.source >= 0 && e.source != rank_) {
+    if (!shifted_ && e.source >= 0 && e.source != rank_) {
       send(buf, len, e.source);
       return;
     }
@@ -253,6 +252,11 @@ class RankDataPath final : public DataPath {
   }
 
   uint64_t bytes_verified() const { return bytes_verified_; }
+  // Rank-shift restore: this rank reads files another rank wrote and verifies them itself (the
+  // pattern is a function of file and offset, as in IOR's -C), so nothing is sent back and no
+  // rank waits for a peer inside the timed phase. Node aggregation (the only other case of an
+  // extent whose source is another rank) is refused with rank-shift.
+  void set_rank_shift(bool on) { shifted_ = on; }
 
  private:
   const Pattern& p_;
@@ -261,6 +265,7 @@ class RankDataPath final : public DataPath {
   bool verify_;
   std::string dir_;
   uint64_t bytes_verified_ = 0;
+  bool shifted_ = false;
 };
 
 // Non-leader side of node aggregation: stream own extents to the leader (save), or receive
@@ -403,6 +408,29 @@ uint64_t point_align(const PointConfig& pc, uint64_t dio_align) {
   return std::max<uint64_t>(4096, dio_align);
 }
 
+// The plan's directories below a repetition directory, created exclusively. Parents come before
+// children: one depth level at a time, each level's directories shared out round-robin among
+// the ranks, with an error agreement after each level.
+void make_plan_dirs(const std::vector<std::string>& dirs, int dirfd, const std::string& shown,
+                    int rank, int size, const Agreement& agree) {
+  auto depth_of = [](const std::string& d) {
+    return 1 + static_cast<size_t>(std::count(d.begin(), d.end(), '/'));
+  };
+  size_t max_depth = 0;
+  for (const auto& d : dirs) max_depth = std::max(max_depth, depth_of(d));
+  for (size_t depth = 1; depth <= max_depth; depth++) {
+    auto [o, m] = attempt(rank, [&] {
+      size_t k = 0;
+      for (const auto& d : dirs) {
+        if (depth_of(d) != depth) continue;
+        if (static_cast<int>(k++ % static_cast<size_t>(size)) == rank)
+          mkdir_beneath(dirfd, d, shown + "/" + d);
+      }
+    });
+    agree(o, m, 0);
+  }
+}
+
 // Stops a helper thread (watchdog, live line) on every way out of a scope: sets its stop flag,
 // then joins it.
 struct StopAndJoin {
@@ -434,12 +462,91 @@ bool failed_before_io(RunResult& res, Fn&& fn) {
 
 }  // namespace
 
+namespace {
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// rank's string on every rank of comm.
+std::string bcast_string(std::string s, int root, MPI_Comm comm) {
+  int n = static_cast<int>(s.size());
+  MPI_Bcast(&n, 1, MPI_INT, root, comm);
+  s.resize(static_cast<size_t>(n));
+  MPI_Bcast(s.data(), n, MPI_CHAR, root, comm);
+  return s;
+}
+
+// "/config/layout" -> "layout"; "/target" -> "target".
+std::string pointer_key(const std::string& ptr) {
+  std::string k = ptr.rfind("/config/", 0) == 0 ? ptr.substr(8) : ptr.substr(ptr.empty() ? 0 : 1);
+  for (char& c : k)
+    if (c == '/') c = '.';
+  return k;
+}
+
+}  // namespace
+
+void agree_on_config(MPI_Comm comm, const std::string& parse_error, const json& identity) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const std::string text = parse_error.empty() ? identity.dump() : std::string();
+  uint64_t mine[2] = {parse_error.empty() ? 0u : 1u, fnv1a(text)};
+  std::vector<uint64_t> all(2 * static_cast<size_t>(size));
+  MPI_Allgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, comm);
+  // Bad input on some rank: its message (the lowest such rank's), on every rank.
+  for (int r = 0; r < size; r++) {
+    if (all[2 * static_cast<size_t>(r)] == 0) continue;
+    std::string msg = bcast_string(r == rank ? parse_error : std::string(), r, comm);
+    bool everywhere = true;
+    for (int q = 0; q < size; q++) everywhere &= all[2 * static_cast<size_t>(q)] != 0;
+    if (everywhere || r == 0) throw ConfigError(msg);
+    throw ConfigError("rank " + std::to_string(r) + " (not rank 0): " + msg +
+                      " (ranks read different config files?)");
+  }
+  std::vector<int> differ;
+  for (int r = 1; r < size; r++)
+    if (all[2 * static_cast<size_t>(r)] != all[1]) differ.push_back(r);
+  if (differ.empty()) return;
+  // Name the first key on which rank 0 and the first differing rank disagree.
+  const int other = differ.front();
+  json a = json::parse(bcast_string(rank == 0 ? text : std::string(), 0, comm));
+  json b = json::parse(bcast_string(rank == other ? text : std::string(), other, comm));
+  json patch = json::diff(a, b);
+  if (patch.empty()) return;  // same document, different hash: cannot happen with one binary
+  const std::string ptr = patch[0]["path"].get<std::string>();
+  const json::json_pointer jp(ptr);
+  auto shown = [&](const json& d) { return d.contains(jp) ? d.at(jp).dump() : "(not set)"; };
+  std::string ranks;
+  for (size_t i = 0; i < differ.size() && i < 8; i++)
+    ranks += (i ? ", " : "") + std::to_string(differ[i]);
+  if (differ.size() > 8) ranks += ", ...";
+  throw ConfigError("the ranks were given different configurations: '" + pointer_key(ptr) +
+                    "' is " + shown(a) + " on rank 0 but " + shown(b) + " on rank " +
+                    std::to_string(other) + " (" + std::to_string(differ.size()) + " of " +
+                    std::to_string(size) + " ranks differ from rank 0: " + ranks +
+                    "); launch every rank with the same config contents, --target and options");
+}
+
 void install_stop_handlers() {
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  // SIGUSR1/SIGUSR2: what `sbatch --signal=USR1@60` sends before the time limit (and mpirun
+  // forwards); SIGHUP: a lost terminal or a batch system's hang-up. All stop like SIGTERM.
+  for (int sig : {SIGINT, SIGTERM, SIGUSR1, SIGUSR2, SIGHUP}) sigaction(sig, &sa, nullptr);
+  // A write past `ulimit -f` then fails with EFBIG, reported with rank, file and offset, instead
+  // of SIGXFSZ killing the rank without a word.
+  struct sigaction ign {};
+  ign.sa_handler = SIG_IGN;
+  sigemptyset(&ign.sa_mask);
+  sigaction(SIGXFSZ, &ign, nullptr);
 }
 
 RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm comm) {
@@ -566,6 +673,12 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
     odirect_ok = j["odirect"];
     odirect_why = j["why"];
   }
+  // Everything the run creates is made relative to the run directory, held open here.
+  DirFd run_fd;
+  {
+    auto [o, m] = attempt(rank, [&] { run_fd = DirFd(run_dir); });
+    if (failed_before_io(res, [&] { agree(o, m, 0); })) return res;
+  }
   // Checks that need the file system: still before any benchmark I/O.
   {
     std::string err;
@@ -678,7 +791,7 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
         std::string sw;
         auto [o, m] = attempt(rank, [&] {
           if (rank != 0) return;
-          make_dirs(point_dir);
+          mkdir_beneath(run_fd.get(), point_name, point_dir);
           sw = apply_striping(point_dir, stripe_request(pc), fsi.type, cfg.strict, striping);
         });
         agree(o, m, 0);
@@ -708,22 +821,22 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
         char sub[64];
         std::snprintf(sub, sizeof sub, "point-%03d/rep-%02d", pi + 1, rep + 1);
         const std::string dir = run_dir + "/" + sub;
-        // Directories (untimed): rank 0 makes the repetition directory, every rank the parents
-        // of its own files.
+        // Directories (untimed), each made exclusively and without following links: rank 0
+        // makes the repetition directory, then the plan's directories are shared out among the
+        // ranks, one depth level at a time (parents before children).
+        DirFd rep_fd;
         {
           auto [o, m] = attempt(rank, [&] {
-            if (rank == 0) make_dirs(dir);
+            if (rank == 0) mkdir_beneath(run_fd.get(), sub, dir);
           });
           agree(o, m, 0);
-          auto [o2, m2] = attempt(rank, [&] {
-            std::set<std::string> parents;
-            for (const auto& f : mine.files) {
-              auto slash = f.path.rfind('/');
-              if (slash != std::string::npos) parents.insert(f.path.substr(0, slash));
-            }
-            for (const auto& p : parents) make_dirs(dir + "/" + p);
+          auto [o1, m1] = attempt(rank, [&] {
+            int fd = open_beneath(run_fd.get(), sub, O_RDONLY | O_DIRECTORY);
+            if (fd < 0) throw IoError("open directory '" + dir + "': " + beneath_error(-fd));
+            rep_fd = DirFd(fd, dir);
           });
-          agree(o2, m2, 0);
+          agree(o1, m1, 0);
+          make_plan_dirs(plan.dirs, rep_fd.get(), dir, rank, size, agree);
         }
         json rj = {{"repetition", rep + 1}};
         RankDataPath dp(pattern, rank, comm, cfg.verify, dir);
@@ -736,6 +849,7 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
           ctx.model = &prep.model;
           ctx.io = &io;
           ctx.dir = dir;
+          ctx.dirfd = rep_fd.get();
           ctx.comm = comm;
           ctx.pool = &pool;
           ctx.data = &dp;
@@ -839,6 +953,7 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
                                 ? plan.ranks[(rank + std::max(1, size / prep.nodes.nodes)) % size]
                                 : mine;
         if (fault_requested(pi + 1, rep + 1, "between", rank)) damage_between_phases(mine, dir);
+        dp.set_rank_shift(cache == CacheMode::rank_shift);
         PhaseResult restore = run_phase(Phase::restore, rio);
         rj["restore"] = restore.to_json();
         rj["restore"]["rank_file_handles"] = restore.files;

@@ -41,6 +41,7 @@ struct PhaseContext {
   const ModelDesc* model = nullptr;  // tensor names/shapes (for backends that name datasets)
   const RankIo* io = nullptr;        // this rank's files and extents
   std::string dir;                   // absolute point directory (exists; subdirectories created)
+  int dirfd = -1;                    // dir held open (-1: open_plan_file opens it per call)
   MPI_Comm comm = MPI_COMM_NULL;     // every rank of the run (collective backends may split it)
   BufferPool* pool = nullptr;        // cfg->queue_depth (>= 1) buffers of block_size, aligned
   DataPath* data = nullptr;
@@ -89,6 +90,10 @@ struct BackendFactory {
 // File descriptors a backend may keep open: RLIMIT_NOFILE's soft limit minus 64 for MPI and the
 // runtime (at least 64, at most 2^20).
 size_t fd_budget();
+// Opens file f of the plan below ctx.dir with open_beneath (no symbolic link followed, nothing
+// outside the directory; `flags` with O_CREAT creates exclusively). Throws IoError naming the path
+// and, for a planted entry, what happened. What = "create" / "open" for the message.
+int open_plan_file(const PhaseContext& ctx, const FileSpec& f, int flags, const char* what);
 // The one-call end sync of a phase that cannot keep its files open: syncfs(2) on ctx.dir, timed as
 // the sync step and counted as one sync op. Throws IoError naming the directory.
 void syncfs_dir(PhaseContext& ctx);

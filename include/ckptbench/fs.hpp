@@ -31,8 +31,43 @@ uint64_t dio_alignment(const std::string& dir, FsInfo& info);
 // Throws ConfigError naming the path.
 void check_target(const std::string& target, bool force);
 
-// mkdir -p for a path under a base (base must exist). Throws IoError.
+// mkdir -p for a path under a base (base must exist). Throws IoError. Only for the target itself;
+// everything inside the run directory is made with mkdir_beneath / open_beneath.
 void make_dirs(const std::string& path);
+
+// A directory held open, so that what the run creates inside it is resolved relative to it.
+class DirFd {
+ public:
+  DirFd() = default;
+  // Opens an existing directory (O_DIRECTORY). Throws IoError naming the path.
+  explicit DirFd(const std::string& path);
+  // Adopts an open directory descriptor (closed by the destructor); path is for messages.
+  DirFd(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  ~DirFd();
+  DirFd(DirFd&& o) noexcept;
+  DirFd& operator=(DirFd&& o) noexcept;
+  DirFd(const DirFd&) = delete;
+  DirFd& operator=(const DirFd&) = delete;
+  int get() const { return fd_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+};
+
+// Opens rel (relative, no "..") below the directory dirfd without following any symbolic link
+// and without leaving that directory: openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), or, where
+// the kernel or a seccomp filter refuses openat2, openat with O_NOFOLLOW. With O_CREAT the open is
+// exclusive (O_EXCL is added): an entry already at rel - a file, a directory or a link someone
+// planted - is an error, never reused or truncated. Returns the descriptor or -errno.
+int open_beneath(int dirfd, const std::string& rel, int flags, unsigned mode = 0644);
+// Creates the directory rel below dirfd, exclusively (an existing entry of any kind is an error)
+// and with its parent resolved like open_beneath. Throws IoError naming `shown` (the full path).
+void mkdir_beneath(int dirfd, const std::string& rel, const std::string& shown);
+// What an open_beneath / mkdir_beneath errno means for the user: for EEXIST, ELOOP and EXDEV,
+// that something else put an entry where the run creates its own; else the errno text.
+std::string beneath_error(int err);
 // Removes a directory tree the tool created (refuses paths outside `root`). Throws IoError.
 void remove_tree(const std::string& path, const std::string& root);
 // Absolute, lexically normalised path.

@@ -27,7 +27,15 @@ struct RunOptions {
 // IoError at the start of that phase (documented in docs/reliability.md).
 inline constexpr const char* kFaultEnv = "CKPT_FAULT_INJECT";
 
-// Installs SIGINT/SIGTERM handlers that ask the run to stop at the next phase boundary.
+// Collective, before anything else of a run: every rank passes its own parse outcome (the
+// ConfigError text, or "") and, when it parsed, what it is about to run (its resolved config, the
+// target and the options that change a run). Throws ConfigError on every rank when some rank
+// failed to parse (naming that rank when rank 0 did not fail) or when the ranks differ (naming
+// the first differing key, its values on rank 0 and on the first differing rank, and the ranks).
+void agree_on_config(MPI_Comm comm, const std::string& parse_error, const nlohmann::json& identity);
+
+// Installs SIGINT/SIGTERM/SIGUSR1/SIGUSR2/SIGHUP handlers that ask the run to stop at the next
+// phase boundary, and ignores SIGXFSZ (a write past `ulimit -f` then fails with EFBIG).
 void install_stop_handlers();
 
 struct RunResult {

@@ -593,6 +593,11 @@ class Hdf5Backend final : public Backend {
     file.dsets = datasets(ctx, file);
     Hid fapl = make_fapl(ctx, file, info);
     if (save_) {
+      // The creating rank makes the file with POSIX first, exclusively and without following a
+      // link (HDF5 cannot be told); H5Fcreate then truncates the empty file this run made. The
+      // create precedes every writer's H5Fcreate of a shared file.
+      if (file.f->create) ::close(open_plan_file(ctx, f, O_WRONLY | O_CREAT, "create"));
+      if (file.comm != MPI_COMM_SELF) MPI_Barrier(file.comm);
       file.fid = H5Fcreate(file.path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get());
       if (file.fid < 0) throw_h5("H5Fcreate '" + file.path + "'");
     } else {

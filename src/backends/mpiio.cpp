@@ -287,11 +287,11 @@ class MpiioBackend final : public Backend {
     o.comm = comms.get(f);
     auto t = ctx.rec->time(Step::open);
     if (save_ && f.create) {
-      // Create and truncate (a repetition rewrites the file) and preallocate like the posix
-      // backend, so the two compare on the same allocation; MPI_File_preallocate would write
-      // the whole file on ext4 (ROMIO and OMPIO emulate it with writes).
-      int fd = ::open(o.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (fd < 0) throw_errno("create '" + o.path + "'", errno);
+      // Create it with POSIX first - exclusively and without following a link, which MPI-IO
+      // cannot be told - and preallocate like the posix backend, so the two compare on the same
+      // allocation; MPI_File_preallocate would write the whole file on ext4 (ROMIO and OMPIO
+      // emulate it with writes). MPI_File_open below then opens the file this run made.
+      int fd = open_plan_file(ctx, f, O_WRONLY | O_CREAT, "create");
       if (cfg_.preallocate && f.size > 0) {
         int rc = posix_fallocate(fd, 0, static_cast<off_t>(f.size));
         if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
@@ -302,13 +302,12 @@ class MpiioBackend final : public Backend {
       ::close(fd);
       ctx.rec->metadata();
     }
-    // The creator's truncate must precede every writer's open of a shared file.
+    // The creator's create must precede every writer's open of a shared file.
     if (save_ && o.comm != MPI_COMM_SELF) MPI_Barrier(o.comm);
-    int amode = save_ ? (MPI_MODE_WRONLY | MPI_MODE_CREATE) : MPI_MODE_RDONLY;
+    int amode = save_ ? MPI_MODE_WRONLY : MPI_MODE_RDONLY;
     int rc = MPI_File_open(o.comm, o.path.c_str(), amode, info.get(), &o.fh);
     if (rc != MPI_SUCCESS)
-      throw_mpi(std::string("MPI_File_open '") + o.path + "' (" +
-                    (save_ ? "write, create" : "read") + ")",
+      throw_mpi(std::string("MPI_File_open '") + o.path + "' (" + (save_ ? "write" : "read") + ")",
                 rc);
     ctx.rec->metadata();
     if (hints_effective_.empty()) hints_effective_ = mpiio::file_hints(o.fh);

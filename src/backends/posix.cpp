@@ -53,9 +53,9 @@ class PosixBackend final : public Backend {
 
   int flags(bool write, bool create) const {
     int fl = write ? O_WRONLY : O_RDONLY;
-    if (create) fl |= O_CREAT | O_TRUNC;
+    if (create) fl |= O_CREAT;  // exclusive, no link followed (open_plan_file)
     if (cfg_.direct) fl |= O_DIRECT;
-    return fl | O_CLOEXEC;
+    return fl;
   }
 
   Open do_open(PhaseContext& ctx, const FileSpec& f, bool write) {
@@ -64,8 +64,7 @@ class PosixBackend final : public Backend {
     o.f = &f;
     o.path = ctx.dir + "/" + f.path;
     bool create = write && f.create;
-    int fd = ::open(o.path.c_str(), flags(write, create), 0644);
-    if (fd < 0) throw_errno(std::string(create ? "create" : "open") + " '" + o.path + "'", errno);
+    int fd = open_plan_file(ctx, f, flags(write, create), create ? "create" : "open");
     ctx.rec->metadata();
     if (create && cfg_.preallocate && f.size > 0) {
       int rc = posix_fallocate(fd, 0, static_cast<off_t>(f.size));

@@ -588,7 +588,7 @@ class FileSource final : public OpSource {
       if (!files_[i].create) continue;
       open_file(eng, i);
       fs_[i].precreated = true;
-      if (open_ >= budget_ / 2) close_fd(i, false);  // reopened (without O_TRUNC) when reached
+      if (open_ >= budget_ / 2) close_fd(i, false);  // reopened (without O_CREAT) when reached
     }
     double t = now_s();
     MPI_Barrier(ctx_.comm);
@@ -744,11 +744,10 @@ class FileSource final : public OpSource {
     const std::string p = path(i);
     const bool create = save_ && f.create && !s.precreated;
     int fl = save_ ? O_WRONLY : O_RDONLY;
-    if (create) fl |= O_CREAT | O_TRUNC;
+    if (create) fl |= O_CREAT;  // exclusive, no link followed (open_plan_file)
     if (cfg_.direct) fl |= O_DIRECT;
     double t = now_s();
-    int fd = ::open(p.c_str(), fl | O_CLOEXEC, 0644);
-    if (fd < 0) throw_errno(std::string(create ? "create '" : "open '") + p + "'", errno);
+    int fd = open_plan_file(ctx_, f, fl, create ? "create" : "open");
     s.fd = fd;
     open_++;
     ctx_.rec->metadata();

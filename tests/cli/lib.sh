@@ -43,3 +43,35 @@ _cli_exit() {
   chmod -R u+w "$work" 2> /dev/null
   rm -rf "$work"
 }
+
+# MPI_BASE: the launcher and ctest's flags without the rank count (-n/-np N), for tests that choose
+# their own rank counts or launch MPMD (`-n 1 A : -n 1 B`).
+MPI_BASE=()
+_skip_next=0
+for _f in "${MPI[@]}"; do
+  if [ $_skip_next -eq 1 ]; then _skip_next=0; continue; fi
+  case "$_f" in -n|-np|-c) _skip_next=1 ;; *) MPI_BASE+=("$_f") ;; esac
+done
+unset _f _skip_next
+
+# jq_py FILE EXPR: evaluates a Python expression over the JSON document d in FILE.
+jq_py() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
+
+# rank_pids TAG: PIDs of ckptbench rank processes whose command line contains TAG.
+rank_pids() {
+  local p
+  for p in $(pgrep -f -- "$1"); do
+    [ "$(cat /proc/"$p"/comm 2>/dev/null)" = "$(basename "$BIN" | cut -c1-15)" ] && echo "$p"
+  done | sort -n
+}
+
+# wait_for FILE SECONDS PID: waits until FILE is non-empty; fails when PID ends first or on timeout.
+wait_for() {
+  local i
+  for ((i = 0; i < $2 * 10; i++)); do
+    [ -s "$1" ] && return 0
+    kill -0 "$3" 2> /dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}

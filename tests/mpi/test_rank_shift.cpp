@@ -1,0 +1,74 @@
+// The tool's own rank-shift restore on 4 ranks (issue 25): every backend, every layout that accepts
+// it, with `ranks_per_node` emulating 4 and 2 nodes, transfers far above Open MPI's eager limit
+// (1 MiB blocks; the shared-memory eager limit is 4 KiB). A rank reads files another rank wrote and
+// verifies every byte itself: the run must end, `ok`, with every payload and index byte verified.
+// Before the fix each rank sent what it read back to the writer with a blocking MPI_Send that
+// nobody received, and the restore never ended.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include "ckptbench/config.hpp"
+#include "ckptbench/run.hpp"
+#include "support.hpp"
+
+using namespace ckpt_test;
+
+namespace {
+
+json config(const char* backend, const char* layout, int ranks_per_node) {
+  json c = json::parse(R"({"model": {"name": "llama2-7b", "scale": 0.0005},
+                           "parallelism": {"tp": 2, "dp": "auto", "zero_stage": 1},
+                           "block_size": "1M", "direct": false,
+                           "cache": "rank-shift", "repetitions": 1, "verify": true})");
+  c["backend"] = backend;
+  const std::string b = backend;
+  c["queue_depth"] = b == "io_uring" || b == "mpiio" ? 4 : 1;
+  c["layout"] = layout;
+  c["ranks_per_node"] = ranks_per_node;
+  return c;
+}
+
+}  // namespace
+
+class RankShift : public ::testing::TestWithParam<std::tuple<const char*, const char*, int>> {};
+
+TEST_P(RankShift, RestoreEndsAndVerifiesEveryByte) {
+  auto [backend, layout, rpn] = GetParam();
+  WorldRun run(config(backend, layout, rpn), "shift");
+  const RunResult& r = run.result;
+  ASSERT_EQ(r.exit_code, 0) << r.error;
+  if (world_rank() != 0) return;
+  const json& p = r.doc["points"][0];
+  EXPECT_EQ(r.doc["status"], "ok");
+  EXPECT_EQ(p["settings"]["cache"], "rank-shift");
+  EXPECT_EQ(p["plan"]["nodes"], 4 / rpn);
+  const json& rep = p["repetitions"][0];
+  EXPECT_EQ(rep["cache"]["method"], "rank-shift");
+  // Every payload byte, and every index byte where the layout writes an index of its own (HDF5
+  // keeps its index in the file's metadata instead).
+  const uint64_t index =
+      std::string(backend) == "hdf5" ? 0 : p["plan"]["index_bytes"].get<uint64_t>();
+  EXPECT_EQ(rep["bytes_verified"].get<uint64_t>(),
+            p["plan"]["payload_bytes"].get<uint64_t>() + index);
+  // Files of 64 KiB and more (1 MiB and more except with file-per-tensor): transfers far above
+  // the eager limit were issued.
+  int largest = -1;
+  for (const auto& [k, n] : p["plan"]["file_size_histogram"].items())
+    largest = std::max(largest, std::stoi(k.substr(2)));
+  EXPECT_GE(largest, std::string(layout) == "file-per-tensor" ? 16 : 20);
+}
+
+INSTANTIATE_TEST_SUITE_P(BackendsLayouts, RankShift,
+                         ::testing::Combine(::testing::Values("posix", "io_uring", "mpiio", "hdf5"),
+                                            ::testing::Values("file-per-shard", "aggregated-rank",
+                                                              "shared-file", "file-per-tensor"),
+                                            ::testing::Values(1, 2)));
+
+// Node aggregation sends every byte to its owner, which a rank-shift restore cannot pair: refused
+// with a config error that names both, on every rank, before any I/O.
+TEST(RankShiftRefusal, AggregatedNodeIsAConfigError) {
+  WorldRun run(config("posix", "aggregated-node", 2), "shift-agg");
+  EXPECT_EQ(run.result.exit_code, 2);
+  EXPECT_NE(run.result.error.find("rank-shift"), std::string::npos) << run.result.error;
+  EXPECT_NE(run.result.error.find("aggregated-node"), std::string::npos) << run.result.error;
+}
