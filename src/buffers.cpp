@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -31,56 +32,63 @@ void stamp_bytes(std::byte out[Pattern::kStampBytes], uint32_t file_id, uint64_t
 }
 }  // namespace
 
+uint64_t Pattern::period_for(uint64_t block_size) {
+  uint64_t p = round_up(std::max<uint64_t>(block_size, 1), kStampEvery);
+  return std::min(p, kMaxPeriod);
+}
+
 Pattern::Pattern(uint64_t period, uint64_t seed) : base_(period) {
-  if (period == 0) throw Error("pattern period must be > 0");
+  if (period == 0 || period % kStampEvery != 0)
+    throw Error("pattern period must be a positive multiple of 4096");
   uint64_t s = seed;
   for (uint64_t i = 0; i < period; i += 8) {
     uint64_t v = splitmix(s);
-    std::memcpy(base_.data() + i, &v, std::min<uint64_t>(8, period - i));
+    std::memcpy(base_.data() + i, &v, 8);
   }
 }
 
-void Pattern::fill(std::span<std::byte> buf, uint32_t file_id, uint64_t extent_offset, uint64_t pos,
-                   bool buf_holds_base) const {
-  const uint64_t n = buf.size(), per = base_.size();
-  if (!(buf_holds_base && pos % per == 0)) {
-    uint64_t done = 0;
-    while (done < n) {
-      uint64_t ph = (pos + done) % per;
-      uint64_t k = std::min(n - done, per - ph);
-      std::memcpy(buf.data() + done, base_.data() + ph, k);
-      done += k;
-    }
-  }
+void Pattern::stamp(std::span<std::byte> buf, uint32_t file_id, uint64_t offset) const {
+  const uint64_t n = buf.size();
   std::byte st[kStampBytes];
-  for (uint64_t q = pos / kStampEvery * kStampEvery; q < pos + n; q += kStampEvery) {
-    stamp_bytes(st, file_id, extent_offset + q);
-    for (uint64_t i = 0; i < kStampBytes; i++) {
-      uint64_t p = q + i;
-      if (p >= pos && p < pos + n) buf[p - pos] = st[i];
-    }
+  // The stamp slot that starts before offset may reach into the range.
+  for (uint64_t q = offset / kStampEvery * kStampEvery; q < offset + n; q += kStampEvery) {
+    if (q + kStampBytes <= offset) continue;
+    stamp_bytes(st, file_id, q);
+    const uint64_t lo = std::max(q, offset), hi = std::min(q + kStampBytes, offset + n);
+    std::memcpy(buf.data() + (lo - offset), st + (lo - q), hi - lo);
   }
+}
+
+void Pattern::fill(std::span<std::byte> buf, uint32_t file_id, uint64_t offset) const {
+  const uint64_t n = buf.size(), per = base_.size();
+  uint64_t done = 0;
+  while (done < n) {
+    uint64_t ph = (offset + done) % per;
+    uint64_t k = std::min(n - done, per - ph);
+    std::memcpy(buf.data() + done, base_.data() + ph, k);
+    done += k;
+  }
+  stamp(buf, file_id, offset);
 }
 
 std::optional<uint64_t> Pattern::check(std::span<const std::byte> buf, uint32_t file_id,
-                                       uint64_t extent_offset, uint64_t pos) const {
+                                       uint64_t offset) const {
   const uint64_t n = buf.size(), per = base_.size();
   std::byte st[kStampBytes];
   // Walk 4 KiB stamp blocks: the stamp bytes, then the base bytes up to the next stamp.
-  uint64_t q = pos / kStampEvery * kStampEvery;
-  for (; q < pos + n; q += kStampEvery) {
-    stamp_bytes(st, file_id, extent_offset + q);
+  for (uint64_t q = offset / kStampEvery * kStampEvery; q < offset + n; q += kStampEvery) {
+    stamp_bytes(st, file_id, q);
     for (uint64_t i = 0; i < kStampBytes; i++) {
-      uint64_t p = q + i;
-      if (p >= pos && p < pos + n && buf[p - pos] != st[i]) return p - pos;
+      uint64_t o = q + i;
+      if (o >= offset && o < offset + n && buf[o - offset] != st[i]) return o - offset;
     }
-    uint64_t lo = std::max(pos, q + kStampBytes), hi = std::min(pos + n, q + kStampEvery);
+    uint64_t lo = std::max(offset, q + kStampBytes), hi = std::min(offset + n, q + kStampEvery);
     while (lo < hi) {
       uint64_t ph = lo % per;
       uint64_t k = std::min(hi - lo, per - ph);
-      if (std::memcmp(buf.data() + (lo - pos), base_.data() + ph, k) != 0) {
+      if (std::memcmp(buf.data() + (lo - offset), base_.data() + ph, k) != 0) {
         for (uint64_t i = 0; i < k; i++)
-          if (buf[lo - pos + i] != base_[ph + i]) return lo - pos + i;
+          if (buf[lo - offset + i] != base_[ph + i]) return lo - offset + i;
       }
       lo += k;
     }
@@ -88,7 +96,30 @@ std::optional<uint64_t> Pattern::check(std::span<const std::byte> buf, uint32_t 
   return std::nullopt;
 }
 
-BufferPool::BufferPool(size_t count, uint64_t size, uint64_t align) : size_(size) {
+std::byte* stage_pattern(const Pattern& p, Buffer& buf, uint32_t file_id, uint64_t offset,
+                         uint64_t len) {
+  const uint64_t ph = offset % p.period();
+  if (offset % Pattern::kStampEvery == 0 && ph + len <= buf.size) {
+    if (buf.dirty_lo < buf.dirty_hi && buf.dirty_lo < ph + len && ph < buf.dirty_hi) {
+      // Restore the dirty part from base (phase = position) before using the window.
+      for (uint64_t pos = buf.dirty_lo; pos < buf.dirty_hi;) {
+        const uint64_t b = pos % p.period(), k = std::min(buf.dirty_hi - pos, p.period() - b);
+        std::memcpy(buf.data + pos, p.base() + b, k);
+        pos += k;
+      }
+      buf.dirty_lo = buf.dirty_hi = 0;
+    }
+    std::byte* w = buf.data + ph;
+    p.stamp({w, len}, file_id, offset);
+    return w;
+  }
+  p.fill({buf.data, len}, file_id, offset);
+  buf.taint(0, len);
+  return buf.data;
+}
+
+BufferPool::BufferPool(size_t count, uint64_t size, uint64_t align, uint64_t extra)
+    : size_(size), capacity_(size + extra) {
   if (count == 0 || size == 0) throw Error("buffer pool needs at least one non-empty buffer");
   // One region for the whole pool, 2 MiB aligned and backed by transparent huge pages where the
   // kernel allows: a 1 MiB buffer made of scattered 4 KiB pages can exceed a device's segment
@@ -97,7 +128,7 @@ BufferPool::BufferPool(size_t count, uint64_t size, uint64_t align) : size_(size
   // records which).
   constexpr uint64_t kHuge = 2ull << 20;
   uint64_t a = std::max<uint64_t>(align, 4096);
-  uint64_t stride = round_up(size, a);
+  uint64_t stride = round_up(capacity_, a);
   region_bytes_ = round_up(stride * count, kHuge) + kHuge;
   void* p =
       mmap(nullptr, region_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -112,7 +143,7 @@ BufferPool::BufferPool(size_t count, uint64_t size, uint64_t align) : size_(size
   bufs_.resize(count);
   for (size_t i = 0; i < count; i++) {
     bufs_[i].data = start + i * stride;
-    bufs_[i].size = size;
+    bufs_[i].size = capacity_;
   }
 }
 
@@ -148,8 +179,12 @@ BufferPool::~BufferPool() {
 
 void BufferPool::prefill(const Pattern& p) {
   for (auto& b : bufs_) {
-    p.fill({b.data, b.size}, 0, 0, 0, false);
-    b.holds_base = true;
+    for (uint64_t pos = 0; pos < b.size;) {
+      const uint64_t k = std::min(b.size - pos, p.period());
+      std::memcpy(b.data + pos, p.base(), k);
+      pos += k;
+    }
+    b.dirty_lo = b.dirty_hi = 0;
   }
 }
 

@@ -43,11 +43,10 @@ std::string cache_name(CacheMode c) {
 
 const std::vector<std::string>& point_keys() {
   static const std::vector<std::string> k = {
-      "model",          "parallelism", "layout",      "chunk_size",  "ranks_per_file",
-      "ranks_per_node", "backend",     "block_size",  "queue_depth", "direct",
-      "sync",           "align",       "preallocate", "cache",       "stripe_count",
-      "stripe_size",    "stripe_pool", "posix",       "io_uring",    "mpiio",
-      "hdf5",           "preset"};
+      "model",   "parallelism", "layout",   "chunk_size",   "ranks_per_file", "ranks_per_node",
+      "backend", "block_size",  "transfer", "queue_depth",  "direct",         "sync",
+      "align",   "preallocate", "cache",    "stripe_count", "stripe_size",    "stripe_pool",
+      "posix",   "io_uring",    "mpiio",    "hdf5",         "preset"};
   return k;
 }
 
@@ -62,6 +61,7 @@ const std::vector<Preset>& presets() {
         {"backend", "posix"},
         {"direct", false},
         {"sync", "none"},
+        {"transfer", "per-tensor"},
         {"queue_depth", 1}}},
       {"torchsnapshot",
        "TorchSnapshot: one object per tensor (chunked above 512 MiB), metadata heavy, buffered",
@@ -69,15 +69,24 @@ const std::vector<Preset>& presets() {
         {"chunk_size", "512M"},
         {"backend", "posix"},
         {"direct", false},
-        {"sync", "none"}}},
+        {"sync", "none"},
+        {"transfer", "per-tensor"}}},
       {"deepspeed",
        "DeepSpeed/Megatron: mp_rank_XX_model_states + zero_pp_rank_D_mp_rank_XX_optim_states "
        "files, torch.save underneath (buffered, no fsync)",
-       {{"layout", "file-per-shard"}, {"backend", "posix"}, {"direct", false}, {"sync", "none"}}},
+       {{"layout", "file-per-shard"},
+        {"backend", "posix"},
+        {"direct", false},
+        {"sync", "none"},
+        {"transfer", "per-tensor"}}},
       {"torch-dcp",
        "torch.distributed.checkpoint FileSystemWriter: one .distcp file per rank plus metadata, "
        "fsync per file (sync_files=True)",
-       {{"layout", "aggregated-rank"}, {"backend", "posix"}, {"direct", false}, {"sync", "file"}}},
+       {{"layout", "aggregated-rank"},
+        {"backend", "posix"},
+        {"direct", false},
+        {"sync", "file"},
+        {"transfer", "per-tensor"}}},
       {"datastates",
        "DataStates-LLM style: aggregated per rank, io_uring with a deep queue, O_DIRECT",
        {{"layout", "aggregated-rank"},
@@ -85,6 +94,7 @@ const std::vector<Preset>& presets() {
         {"direct", true},
         {"queue_depth", 32},
         {"block_size", "4M"},
+        {"transfer", "stream"},
         {"sync", "end"}}},
   };
   return p;
@@ -184,6 +194,12 @@ PointConfig parse_point(const json& pj_in) {
   if (p.block_size > (1ull << 31))
     throw ConfigError("'block_size': " + format_bytes(p.block_size) +
                       " is too large (allowed: up to 2 GiB per transfer)");
+  if (p.block_size < 512 || p.block_size % 512 != 0)
+    throw ConfigError("'block_size': " + std::to_string(p.block_size) +
+                      " is not allowed (a multiple of 512 bytes, from 512 to 2 GiB; e.g. 4K, 1M)");
+  // Absent: what the layout's writers do (resolved below, once the backend is known).
+  const std::string transfer =
+      r.raw("transfer") ? r.choice("transfer", "", {"stream", "per-tensor"}) : std::string();
   p.queue_depth = static_cast<int>(r.integer("queue_depth", 1, 1, 4096));
   p.direct = r.boolean("direct", false);
   std::string sync = r.choice("sync", "end", {"none", "file", "end"});
@@ -239,7 +255,18 @@ PointConfig parse_point(const json& pj_in) {
   if (p.layout.chunk_size != 0 && p.layout.chunk_size < p.block_size && p.layout.chunk_size % 4096)
     throw ConfigError("'chunk_size': must be a multiple of 4096");
   validate_stripe_request(stripe_request(p));
-  find_backend(p.backend).validate(p);
+  {
+    const BackendFactory& bf = find_backend(p.backend);
+    if (transfer.empty())
+      p.transfer =
+          bf.stream_transfers ? default_transfer_mode(p.layout.kind) : TransferMode::per_tensor;
+    else
+      p.transfer = parse_transfer_mode(transfer);
+    if (p.transfer == TransferMode::stream && !bf.stream_transfers)
+      throw ConfigError("'transfer': \"stream\" does not apply to backend \"" + p.backend + "\" (" +
+                        bf.stream_refusal + "); use \"per-tensor\"");
+    bf.validate(p);
+  }
 
   json res;
   res["model"] = model_config_to_json(p.model);
@@ -250,6 +277,7 @@ PointConfig parse_point(const json& pj_in) {
   res["ranks_per_node"] = p.ranks_per_node;
   res["backend"] = p.backend;
   res["block_size"] = p.block_size;
+  res["transfer"] = transfer_mode_name(p.transfer);
   res["queue_depth"] = p.queue_depth;
   res["direct"] = p.direct;
   res["sync"] = sync;
@@ -264,6 +292,25 @@ PointConfig parse_point(const json& pj_in) {
   p.resolved = res;
   return p;
 }
+
+}  // namespace
+
+PlanInput plan_input(const PointConfig& pc, const ModelDesc& model, const Parallelism& par,
+                     uint64_t align, int real_world, std::vector<int> node_of_rank) {
+  PlanInput in;
+  in.model = &model;
+  in.state = pc.model.state;
+  in.par = par;
+  in.scale = pc.model.scale;
+  in.layout = pc.layout;
+  in.layout.align = align;
+  in.layout.pad_to_align = pc.direct || pc.transfer == TransferMode::stream;
+  in.real_world = real_world;
+  in.node_of_rank = std::move(node_of_rank);
+  return in;
+}
+
+namespace {
 
 bool matches_exclude(const json& params, const json& ex) {
   for (auto it = ex.begin(); it != ex.end(); ++it) {

@@ -97,20 +97,14 @@ int cmd_plan(const std::string& path, int world, bool as_json) {
     if (w == 0 && p.parallelism.dp > 0) w = p.parallelism.tp * p.parallelism.pp * p.parallelism.dp;
     if (w == 0) throw ConfigError("plan: the job size is unknown (dp is \"auto\"); pass --world N");
     Parallelism par = resolve_parallelism(p.parallelism, w, m);
-    PlanInput in;
-    in.model = &m;
-    in.state = p.model.state;
-    in.par = par;
-    in.scale = p.model.scale;
-    in.layout = p.layout;
-    in.layout.align = p.align ? p.align : 4096;
-    in.layout.pad_to_align = p.direct;
-    in.real_world = w;
     int rpn = p.ranks_per_node > 0 ? p.ranks_per_node : w;
-    in.node_of_rank.resize(w);
-    for (int r = 0; r < w; r++) in.node_of_rank[r] = r / rpn;
-    IoPlan plan = make_plan(in);
+    std::vector<int> node_of_rank(static_cast<size_t>(w));
+    for (int r = 0; r < w; r++) node_of_rank[static_cast<size_t>(r)] = r / rpn;
+    IoPlan plan = make_plan(plan_input(p, m, par, p.align ? p.align : 4096, w, node_of_rank));
     json pt = plan_stats_json(plan.stats);
+    pt["block_size"] = p.block_size;
+    pt["transfers"] =
+        transfer_stats_json(transfer_stats(plan, p.block_size, p.transfer), p.transfer);
     pt["index"] = i + 1;
     pt["params"] = p.params;
     pt["model"] = m.name;
@@ -144,7 +138,22 @@ int cmd_plan(const std::string& path, int world, bool as_json) {
     for (auto it = p["file_size_histogram"].begin(); it != p["file_size_histogram"].end(); ++it)
       std::printf(" [%s] %llu;", it.key().c_str(),
                   static_cast<unsigned long long>(it.value().get<uint64_t>()));
+    const auto& t = p["transfers"];
+    std::printf(
+        "\n  transfers per phase (%s, block %s): %llu, mean %s, largest run %s in %llu runs\n",
+        t["mode"].get<std::string>().c_str(), format_bytes(p["block_size"]).c_str(),
+        static_cast<unsigned long long>(t["transfers"].get<uint64_t>()),
+        format_bytes(t["mean_transfer_bytes"]).c_str(),
+        format_bytes(t["largest_run_bytes"]).c_str(),
+        static_cast<unsigned long long>(t["runs"].get<uint64_t>()));
+    std::printf("  transfer sizes (power-of-two buckets):");
+    for (auto it = t["transfer_size_histogram"].begin(); it != t["transfer_size_histogram"].end();
+         ++it)
+      std::printf(" [%s] %llu;", it.key().c_str(),
+                  static_cast<unsigned long long>(it.value().get<uint64_t>()));
     std::printf("\n");
+    if (p["block_size"].get<uint64_t>() > t["largest_run_bytes"].get<uint64_t>())
+      std::printf("  note: block_size exceeds the largest contiguous run: it has no effect here\n");
   }
   return 0;
 }

@@ -29,6 +29,7 @@
 #include "ckptbench/model.hpp"
 #include "ckptbench/report.hpp"
 #include "ckptbench/sharding.hpp"
+#include "ckptbench/transfer.hpp"
 #include "ckptbench/units.hpp"
 
 namespace ckpt {
@@ -185,64 +186,59 @@ std::pair<Outcome, std::string> attempt(int rank, Fn&& fn) {
   }
 }
 
-// DataPath: pattern for this rank's extents; MPI transfers for node-aggregated ones.
+// DataPath: the pattern for this rank's extents; MPI messages for node-aggregated ones (one per
+// piece of a transfer that another rank owns).
 class RankDataPath final : public DataPath {
  public:
   RankDataPath(const Pattern& p, int rank, MPI_Comm comm, bool verify, const std::string& dir)
       : p_(p), rank_(rank), comm_(comm), verify_(verify), dir_(dir) {}
 
-  void produce(const FileSpec& f, const Extent& e, uint64_t pos, Buffer& buf,
-               uint64_t len) override {
-    if (e.source >= 0 && e.source != rank_) {
-      recv(buf, len, e.source, f.path, e.offset + pos);
-      buf.holds_base = false;
-      return;
-    }
-    fill(f.id, e, pos, buf, len);
+  std::byte* produce(const FileSpec& f, const Transfer& t, Buffer& buf) override {
+    std::byte* p = stage_pattern(p_, buf, f.id, t.offset, t.len);
+    for_each_piece(f, t, [&](const Extent& e, uint64_t pos, uint64_t n, uint64_t at) {
+      if (!remote(e)) return;
+      recv(p + at, n, e.source, f.path, e.offset + pos);
+      buf.taint(static_cast<uint64_t>(p - buf.data) + at,
+                static_cast<uint64_t>(p - buf.data) + at + n);
+    });
+    return p;
   }
 
-  void consume(const FileSpec& f, const Extent& e, uint64_t pos, Buffer& buf,
-               uint64_t len) override {
-    if (!shifted_ && e.source >= 0 && e.source != rank_) {
-      send(buf, len, e.source);
-      return;
-    }
-    check(f.id, f.path, e, pos, buf, len);
+  void consume(const FileSpec& f, const Transfer& t, Buffer& buf) override {
+    buf.taint(0, t.len);
+    for_each_piece(f, t, [&](const Extent& e, uint64_t pos, uint64_t n, uint64_t at) {
+      if (remote(e))
+        send(buf.data + at, n, e.source);
+      else
+        check(f.id, f.path, e, pos, buf.data + at, n);
+    });
   }
 
-  void fill(uint32_t file_id, const Extent& e, uint64_t pos, Buffer& buf, uint64_t len) {
-    p_.fill({buf.data, len}, file_id, e.offset, pos, buf.holds_base);
-    buf.holds_base = pos % p_.period() == 0;
-  }
-
-  // Verifies [pos, pos+len) of e (its payload part only, never the padding).
-  void check(uint32_t file_id, const std::string& path, const Extent& e, uint64_t pos, Buffer& buf,
-             uint64_t len) {
-    buf.holds_base = false;
+  // Verifies n bytes at position pos of extent e (its payload part only, never the padding).
+  void check(uint32_t file_id, const std::string& path, const Extent& e, uint64_t pos,
+             const std::byte* data, uint64_t n) {
     if (!verify_) return;
-    uint64_t n = pos >= e.length ? 0 : std::min(len, e.length - pos);
-    if (n == 0) return;
-    auto bad = p_.check({buf.data, n}, file_id, e.offset, pos);
+    const uint64_t k = pos >= e.length ? 0 : std::min(n, e.length - pos);
+    if (k == 0) return;
+    auto bad = p_.check({data, k}, file_id, e.offset + pos);
     if (bad) {
       uint64_t off = e.offset + pos + *bad;
       throw IoError("verify failed: file '" + dir_ + "/" + path + "' byte offset " +
                     std::to_string(off) + " differs from what was written (extent at offset " +
                     std::to_string(e.offset) + ", " + std::to_string(e.length) + " bytes)");
     }
-    bytes_verified_ += n;
-    buf.holds_base = pos % p_.period() == 0 && n == len;
+    bytes_verified_ += k;
   }
 
-  void send(Buffer& buf, uint64_t len, int dest) {
-    if (MPI_Send(buf.data, static_cast<int>(len), MPI_BYTE, dest, kTagData, comm_) != MPI_SUCCESS)
+  void send(const std::byte* data, uint64_t len, int dest) {
+    if (MPI_Send(data, static_cast<int>(len), MPI_BYTE, dest, kTagData, comm_) != MPI_SUCCESS)
       throw IoError("node aggregation: MPI_Send of " + std::to_string(len) + " bytes to rank " +
                     std::to_string(dest) + " failed");
-    buf.holds_base = false;
   }
 
-  void recv(Buffer& buf, uint64_t len, int src, const std::string& path, uint64_t off) {
+  void recv(std::byte* data, uint64_t len, int src, const std::string& path, uint64_t off) {
     MPI_Status st;
-    int rc = MPI_Recv(buf.data, static_cast<int>(len), MPI_BYTE, src, kTagData, comm_, &st);
+    int rc = MPI_Recv(data, static_cast<int>(len), MPI_BYTE, src, kTagData, comm_, &st);
     int got = 0;
     MPI_Get_count(&st, MPI_BYTE, &got);
     if (rc != MPI_SUCCESS || static_cast<uint64_t>(got) != len)
@@ -251,6 +247,7 @@ class RankDataPath final : public DataPath {
                     ", got " + std::to_string(got));
   }
 
+  const Pattern& pattern() const { return p_; }
   uint64_t bytes_verified() const { return bytes_verified_; }
   // Rank-shift restore: this rank reads files another rank wrote and verifies them itself (the
   // pattern is a function of file and offset, as in IOR's -C), so nothing is sent back and no
@@ -259,6 +256,8 @@ class RankDataPath final : public DataPath {
   void set_rank_shift(bool on) { shifted_ = on; }
 
  private:
+  bool remote(const Extent& e) const { return !shifted_ && e.source >= 0 && e.source != rank_; }
+
   const Pattern& p_;
   int rank_;
   MPI_Comm comm_;
@@ -268,21 +267,36 @@ class RankDataPath final : public DataPath {
   bool shifted_ = false;
 };
 
-// Non-leader side of node aggregation: stream own extents to the leader (save), or receive
-// them back and verify (restore). Staging memory: one pool buffer.
-void remote_side(const RankIo& io, Phase phase, uint64_t block_size, Buffer& buf, RankDataPath& dp,
-                 PhaseRecorder& rec) {
+// Non-leader side of node aggregation: stream this rank's pieces of the leader's files to the
+// leader (save), or receive them back and verify (restore). The pieces are the leader's transfers
+// cut at extent boundaries, so each message matches one the leader posts, in the same order.
+// Staging memory: one pool buffer.
+void remote_side(const IoPlan& plan, const RankIo& io, Phase phase, const PointConfig& pc,
+                 Buffer& buf, RankDataPath& dp, PhaseRecorder& rec) {
   if (io.leader < 0 || io.remote.empty()) return;
   double t0 = now_s();
-  for (const auto& r : io.remote) {
-    for_each_op(r.extent, block_size, [&](uint64_t pos, uint64_t len) {
-      if (phase == Phase::save) {
-        dp.fill(r.file_id, r.extent, pos, buf, len);
-        dp.send(buf, len, io.leader);
-      } else {
-        dp.recv(buf, len, io.leader, r.path, r.extent.offset + pos);
-        dp.check(r.file_id, r.path, r.extent, pos, buf, len);
-      }
+  std::vector<uint32_t> ids;
+  for (const auto& r : io.remote)
+    if (ids.empty() || ids.back() != r.file_id) ids.push_back(r.file_id);
+  for (uint32_t id : ids) {
+    const FileSpec* f = nullptr;
+    for (const auto& lf : plan.ranks[static_cast<size_t>(io.leader)].files)
+      if (lf.id == id) f = &lf;
+    if (f == nullptr)
+      throw IoError("node aggregation: leader file not in the plan (internal error)");
+    for_each_transfer(*f, pc.block_size, pc.transfer, [&](const Transfer& t) {
+      for_each_piece(*f, t, [&](const Extent& e, uint64_t pos, uint64_t n, uint64_t) {
+        if (e.source != io.rank) return;
+        if (phase == Phase::save) {
+          dp.pattern().fill({buf.data, n}, f->id, e.offset + pos);
+          buf.taint(0, n);
+          dp.send(buf.data, n, io.leader);
+        } else {
+          dp.recv(buf.data, n, io.leader, f->path, e.offset + pos);
+          buf.taint(0, n);
+          dp.check(f->id, f->path, e, pos, buf.data, n);
+        }
+      });
     });
   }
   rec.add_time(Step::io, now_s() - t0);
@@ -345,13 +359,24 @@ json summarize(const json& reps, const char* phase) {
   return {{"bandwidth_GiBps", mmm(bw)}, {"elapsed_s", mmm(el)}, {"repetitions", bw.size()}};
 }
 
-json plan_json(const IoPlan& plan, const Parallelism& par, uint64_t align) {
+json plan_json(const IoPlan& plan, const PointConfig& pc, const Parallelism& par, uint64_t align) {
   json j = plan_stats_json(plan.stats);
+  j["transfers"] =
+      transfer_stats_json(transfer_stats(plan, pc.block_size, pc.transfer), pc.transfer);
   j["virtual_ranks"] = virtual_world(par);
   j["parallelism"] = parallelism_to_json(par);
   j["align"] = align;
   j["any_shared_file"] = plan.any_shared;
   return j;
+}
+
+// A block size larger than every contiguous run changes nothing: say so.
+std::string block_size_warning(const PointConfig& pc, const json& transfers) {
+  const uint64_t run = transfers.value("largest_run_bytes", uint64_t{0});
+  if (run == 0 || pc.block_size <= run) return "";
+  return "block_size " + format_bytes(pc.block_size) + " exceeds the largest contiguous run (" +
+         format_bytes(run) + ", transfer '" + transfer_mode_name(pc.transfer) +
+         "'): every transfer is a whole run, so block size has no effect on this point";
 }
 
 // Resolves "auto" and checks that the chosen method can work here.
@@ -389,17 +414,7 @@ Prepared prepare_point(const PointConfig& pc, MPI_Comm comm, uint64_t align) {
   p.par = resolve_parallelism(pc.parallelism, size, p.model);
   p.nodes = node_map(comm, pc.ranks_per_node);
   p.align = align;
-  PlanInput in;
-  in.model = &p.model;
-  in.state = pc.model.state;
-  in.par = p.par;
-  in.scale = pc.model.scale;
-  in.layout = pc.layout;
-  in.layout.align = align;
-  in.layout.pad_to_align = pc.direct;
-  in.real_world = size;
-  in.node_of_rank = p.nodes.node_of_rank;
-  p.plan = make_plan(in);
+  p.plan = make_plan(plan_input(pc, p.model, p.par, align, size, p.nodes.node_of_rank));
   return p;
 }
 
@@ -609,7 +624,7 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
       pts.push_back({{"index", i + 1},
                      {"params", pc.params},
                      {"config", pc.resolved},
-                     {"plan", plan_json(prepared[i].plan, prepared[i].par, prepared[i].align)},
+                     {"plan", plan_json(prepared[i].plan, pc, prepared[i].par, prepared[i].align)},
                      {"bytes_per_repetition", 2 * prepared[i].plan.stats.file_bytes}});
     }
     doc["points"] = pts;
@@ -802,7 +817,11 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
         for (const auto& w : warnings)
           std::fprintf(stderr, "ckptbench: warning: %s\n", w.get<std::string>().c_str());
 
-      pj["plan"] = plan_json(plan, prep.par, align);
+      pj["plan"] = plan_json(plan, pc, prep.par, align);
+      if (std::string w = block_size_warning(pc, pj["plan"]["transfers"]); !w.empty()) {
+        if (rank == 0) std::fprintf(stderr, "ckptbench: warning: %s\n", w.c_str());
+        warnings.push_back(w);
+      }
       std::vector<int> vr_run;
       for (const auto& r : plan.ranks)
         if (!r.vranks.empty()) vr_run.insert(vr_run.end(), r.vranks.begin(), r.vranks.end());
@@ -812,9 +831,10 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
       pj["plan"]["nodes_emulated"] = prep.nodes.emulated;
 
       const size_t nbuf = static_cast<size_t>(std::max(1, pc.queue_depth));
-      BufferPool pool(nbuf, pc.block_size, std::max<uint64_t>(fsi.dio_mem_align, 4096));
-      Pattern pattern(pc.block_size, 0x5EED0000ull + static_cast<uint64_t>(pi));
-      pool.prefill(pattern);
+      Pattern pattern(Pattern::period_for(pc.block_size),
+                      0x5EED0000ull + static_cast<uint64_t>(pi));
+      BufferPool pool(nbuf, pc.block_size, std::max<uint64_t>(fsi.dio_mem_align, 4096),
+                      pattern.period());
 
       json reps = json::array();
       for (int rep = 0; rep < cfg.repetitions; rep++) {
@@ -855,7 +875,11 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
           ctx.data = &dp;
           ctx.rec = &rec;
           ctx.align = align;
+          ctx.dio_align = fsi.dio_offset_align;
           ctx.verify = cfg.verify && phase == Phase::restore;
+          // Untimed: every buffer holds the pattern's base again, so a save stages its
+          // transfers by writing stamps only.
+          if (phase == Phase::save) pool.prefill(pattern);
           MPI_Barrier(comm);
           rec.start_s = now_s();
           // On a terminal, rank 0 shows a live line: its own bytes done and the bandwidth of the
@@ -889,7 +913,7 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
               throw IoError(std::string("injected fault (") + kFaultEnv + ") in " + pname +
                             " of point " + std::to_string(pi + 1));
             backend->run(ctx);
-            remote_side(io, phase, pc.block_size, pool.at(0), dp, rec);
+            remote_side(plan, io, phase, pc, pool.at(0), dp, rec);
           });
           rec.end_s = now_s();
           agree(o, m, rec.end_s - rec.start_s);
@@ -1035,7 +1059,8 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
             "segment limit and be split, which lowers bandwidth on some devices");
       pj["settings"] = {
           {"align", align},
-          {"pad_to_align", pc.direct},
+          {"pad_to_align", pc.direct || pc.transfer == TransferMode::stream},
+          {"transfer", transfer_mode_name(pc.transfer)},
           {"dio_offset_align", fsi.dio_offset_align},
           {"buffer_pool_bytes", pool.total_bytes()},
           {"buffers", pool.count()},
@@ -1047,7 +1072,10 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
           {"pattern",
            {{"period_bytes", pattern.period()},
             {"stamp_every_bytes", Pattern::kStampEvery},
-            {"fill", "pool prefilled before timing; 16-byte stamp per 4 KiB inside the timed save"},
+            {"function_of", "file and absolute file offset (any transfer cut verifies)"},
+            {"fill",
+             "pool prefilled before each save, untimed; 16-byte stamp per 4 KiB inside the timed "
+             "save (a transfer at an offset that is not a multiple of 4 KiB is copied in full)"},
             {"verify", cfg.verify ? "inline in the timed restore" : "off"}}},
           {"backend", backend->describe()}};
       {

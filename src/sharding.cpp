@@ -1,4 +1,5 @@
-// TP/PP/DP/ZeRO -> the shards one (virtual) rank saves (pure). DESIGN.md "Sharding".
+// TP/PP/DP/ZeRO -> the shards one (virtual) rank saves (pure). Rules: docs/config.md,
+// `parallelism`.
 //
 // Cost of shards_for_rank: one pass over the tensor list to pick this pipeline stage's tensors
 // (O(#tensors), no per-rank enumeration), then O(stage tensors) for whole tensors, or

@@ -152,28 +152,28 @@ class PatternPath final : public DataPath {
   Pattern pat{1 << 16, 0x1234};
   uint64_t produced = 0, consumed = 0;
   void new_phase() { last_file_ = ~0u; }
-  void produce(const FileSpec& f, const Extent& e, uint64_t pos, Buffer& buf,
-               uint64_t len) override {
-    order(f, e, pos);
-    pat.fill({buf.data, len}, f.id, e.offset, pos, false);
-    produced += len;
+  std::byte* produce(const FileSpec& f, const Transfer& t, Buffer& buf) override {
+    order(f, t.offset);
+    pat.fill({buf.data, t.len}, f.id, t.offset);
+    produced += t.len;
+    return buf.data;
   }
-  void consume(const FileSpec& f, const Extent& e, uint64_t pos, Buffer& buf,
-               uint64_t len) override {
-    order(f, e, pos);
-    uint64_t n = pos >= e.length ? 0 : std::min(len, e.length - pos);
-    auto bad = pat.check({buf.data, n}, f.id, e.offset, pos);
-    if (bad)
-      throw IoError("verify failed: '" + f.path + "' offset " +
-                    std::to_string(e.offset + pos + *bad));
-    consumed += len;
+  void consume(const FileSpec& f, const Transfer& t, Buffer& buf) override {
+    order(f, t.offset);
+    for_each_piece(f, t, [&](const Extent& e, uint64_t pos, uint64_t n, uint64_t at) {
+      const uint64_t k = pos >= e.length ? 0 : std::min(n, e.length - pos);
+      auto bad = pat.check({buf.data + at, k}, f.id, e.offset + pos);
+      if (bad)
+        throw IoError("verify failed: '" + f.path + "' offset " +
+                      std::to_string(e.offset + pos + *bad));
+    });
+    consumed += t.len;
   }
 
  private:
   uint32_t last_file_ = ~0u;
   uint64_t last_off_ = 0;
-  void order(const FileSpec& f, const Extent& e, uint64_t pos) {
-    uint64_t off = e.offset + pos;
+  void order(const FileSpec& f, uint64_t off) {
     if (f.id == last_file_ && off < last_off_)
       throw IoError("data path called out of file order in '" + f.path + "'");
     last_file_ = f.id;

@@ -13,23 +13,23 @@
 #include "ckptbench/config.hpp"
 #include "ckptbench/layout.hpp"
 #include "ckptbench/metrics.hpp"
+#include "ckptbench/transfer.hpp"
 
 namespace ckpt {
 
-// Produces the bytes to write and consumes the bytes read, op by op. For this rank's own
-// extents it fills/verifies the pattern; for extents owned by another rank (node aggregation)
-// it receives them from / sends them to that rank over MPI. A backend must call produce (save)
-// and consume (restore) for the extents of one source rank in file order.
+// Produces the bytes to write and consumes the bytes read, transfer by transfer. For this rank's
+// own extents it stages/verifies the pattern; for extents owned by another rank (node aggregation)
+// it receives them from / sends them to that rank over MPI. A backend calls produce (save) and
+// consume (restore) for each file's transfers in file order (TransferCursor order).
 class DataPath {
  public:
   virtual ~DataPath() = default;
-  // Fills buf with the bytes at [pos, pos + buf.size()) of extent e (pos from the extent start).
-  virtual void produce(const FileSpec& f, const Extent& e, uint64_t pos, Buffer& buf,
-                       uint64_t len) = 0;
-  // Hands over the bytes read at [pos, pos + len) of extent e; verifies when verification is on
+  // Stages the bytes of transfer t of file f in buf; returns where they start (inside buf: write
+  // t.len bytes from there).
+  virtual std::byte* produce(const FileSpec& f, const Transfer& t, Buffer& buf) = 0;
+  // Hands over the t.len bytes read into buf.data; verifies the payload when verification is on
   // (throws IoError naming the file and offset of the first wrong byte).
-  virtual void consume(const FileSpec& f, const Extent& e, uint64_t pos, Buffer& buf,
-                       uint64_t len) = 0;
+  virtual void consume(const FileSpec& f, const Transfer& t, Buffer& buf) = 0;
 };
 
 enum class Phase { save, restore };
@@ -43,29 +43,22 @@ struct PhaseContext {
   std::string dir;                   // absolute point directory (exists; subdirectories created)
   int dirfd = -1;                    // dir held open (-1: open_plan_file opens it per call)
   MPI_Comm comm = MPI_COMM_NULL;     // every rank of the run (collective backends may split it)
-  BufferPool* pool = nullptr;        // cfg->queue_depth (>= 1) buffers of block_size, aligned
+  BufferPool* pool = nullptr;  // cfg->queue_depth (>= 1) buffers of block_size (+ period), aligned
   DataPath* data = nullptr;
   PhaseRecorder* rec = nullptr;
-  uint64_t align = 4096;  // direct-I/O alignment in force
+  uint64_t align = 4096;   // extent offset alignment of the layout (>= dio_align)
+  uint64_t dio_align = 0;  // the file system's O_DIRECT offset/length alignment (0: = align)
   bool verify = false;
   // Cache defeat before a restore (fadvise, drop-caches) is done by run.cpp outside the timed
   // phase; backends only honour cfg->direct.
 };
 
-// Calls fn(op_pos, op_len) for each transfer of an extent: block_size pieces of e.padded.
-template <class Fn>
-void for_each_op(const Extent& e, uint64_t block_size, Fn&& fn) {
-  for (uint64_t pos = 0; pos < e.padded; pos += block_size) {
-    uint64_t len = e.padded - pos < block_size ? e.padded - pos : block_size;
-    fn(pos, len);
-  }
-}
-
 class Backend {
  public:
   virtual ~Backend() = default;
   // Runs one whole phase for this rank: open/create (creators first; if plan->any_shared, a
-  // barrier on comm before the others open), transfer every extent, sync per cfg->sync, close.
+  // barrier on comm before the others open), every transfer of every file (TransferCursor with
+  // cfg->block_size and cfg->transfer), sync per cfg->sync, close.
   // Records step times, ops and latencies in ctx.rec. Throws IoError on failure naming file,
   // offset, length and errno text.
   virtual void run(PhaseContext& ctx) = 0;
@@ -83,6 +76,10 @@ struct BackendFactory {
   std::function<void(const PointConfig&)> validate;
   // Option keys accepted in the backend's config section (for the docs and unknown-key errors).
   std::vector<std::string> option_keys;
+  // Whether a transfer may span extents (`transfer: stream`); a backend that moves one tensor
+  // (dataset) per call says why not.
+  bool stream_transfers = true;
+  std::string stream_refusal;
   std::function<std::unique_ptr<Backend>(const PointConfig&)> create;
 };
 

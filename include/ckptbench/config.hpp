@@ -8,6 +8,7 @@
 #include "ckptbench/layout.hpp"
 #include "ckptbench/model.hpp"
 #include "ckptbench/sharding.hpp"
+#include "ckptbench/transfer.hpp"
 
 namespace ckpt {
 
@@ -26,6 +27,7 @@ struct PointConfig {
   int ranks_per_node = 0;  // 0 = real nodes (MPI_COMM_TYPE_SHARED); k = emulate k per node
   std::string backend = "posix";
   uint64_t block_size = 1 << 20;
+  TransferMode transfer = TransferMode::per_tensor;  // resolved (never "default")
   int queue_depth = 1;
   bool direct = false;
   SyncPolicy sync = SyncPolicy::end;
@@ -70,6 +72,11 @@ struct Preset {
   nlohmann::json settings;
 };
 const std::vector<Preset>& presets();
+
+// The plan input of a point: its layout with the alignment in force, padding to it when `direct`
+// needs it or when `transfer: stream` serialises extents back to back (so runs have no holes).
+PlanInput plan_input(const PointConfig& pc, const ModelDesc& model, const Parallelism& par,
+                     uint64_t align, int real_world, std::vector<int> node_of_rank);
 
 // The list of accepted point-level keys (for sweep validation and the docs check).
 const std::vector<std::string>& point_keys();

@@ -1,4 +1,4 @@
-// Shard lists + layout -> IoPlan: files and extents (pure). DESIGN.md "Layouts".
+// Shard lists + layout -> IoPlan: files and extents (pure). docs/layouts.md.
 #pragma once
 #include <cstdint>
 #include <map>

@@ -40,7 +40,7 @@ struct TensorDesc {
   uint64_t numel() const;
 };
 
-// Dimensions of a decoder-only transformer (DESIGN.md "Models").
+// Dimensions of a decoder-only transformer (docs/config.md, `model`).
 struct TransformerDims {
   uint64_t hidden = 0;
   uint64_t layers = 0;
@@ -66,7 +66,7 @@ struct ModelDesc {
   uint64_t num_params() const;
 };
 
-// What state is saved per parameter (DESIGN.md "Training state").
+// What state is saved per parameter (docs/config.md, `model.state`).
 enum class Optimizer { adam, sgd, none };
 struct TrainingState {
   DType weight_dtype = DType::bf16;
@@ -90,7 +90,7 @@ std::optional<DType> tensor_state_dtype(const TensorDesc& t, const TrainingState
 uint64_t state_bytes(const ModelDesc& m, const TrainingState& ts, StateKind k);
 // Sum of state_bytes over saved_state_kinds(ts).
 uint64_t training_state_bytes(const ModelDesc& m, const TrainingState& ts);
-// DLIO/MLPerf parameter count N (DESIGN.md "MLPerf-compatible sizing").
+// DLIO/MLPerf parameter count N (docs/config.md, `model.sizing`).
 uint64_t dlio_num_params(const TransformerDims& d);
 
 // The "model" section of the config, resolved.

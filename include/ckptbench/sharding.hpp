@@ -1,4 +1,4 @@
-// TP/PP/DP/ZeRO -> per-rank shard list (pure). DESIGN.md "Sharding".
+// TP/PP/DP/ZeRO -> per-rank shard list (pure). Rules: docs/config.md, `parallelism`.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>

@@ -686,17 +686,23 @@ class Hdf5Backend final : public Backend {
       H5Sselect_none(fspace.get());
     }
     Hid mtype(h5check(H5Dget_type(d.id), "H5Dget_type '" + d.path + "'"), H5Tclose);
-    if (save_ && mine) ctx.data->produce(*file.f, *d.mine, pos, buf, len);
+    // The bytes of the dataset's extent at [pos, pos + len): one per-tensor transfer.
+    Transfer tr;
+    if (mine) {
+      tr.offset = d.mine->offset + pos;
+      tr.len = len;
+      tr.extent = static_cast<uint32_t>(d.mine - file.f->extents.data());
+    }
+    std::byte* p = save_ && mine ? ctx.data->produce(*file.f, tr, buf) : buf.data;
     uint64_t t0 = now_ns();
-    herr_t rc = save_
-                    ? H5Dwrite(d.id, mtype.get(), mspace.get(), fspace.get(), dxpl_.get(), buf.data)
-                    : H5Dread(d.id, mtype.get(), mspace.get(), fspace.get(), dxpl_.get(), buf.data);
+    herr_t rc = save_ ? H5Dwrite(d.id, mtype.get(), mspace.get(), fspace.get(), dxpl_.get(), p)
+                      : H5Dread(d.id, mtype.get(), mspace.get(), fspace.get(), dxpl_.get(), p);
     if (rc < 0)
       throw_h5(std::string(save_ ? "H5Dwrite" : "H5Dread") + " '" + file.path + "' dataset '" +
                d.path + "' byte " + std::to_string(pos) + " length " + std::to_string(len));
     if (!mine) return;
     ctx.rec->op(len, now_ns() - t0);
-    if (!save_) ctx.data->consume(*file.f, *d.mine, pos, buf, len);
+    if (!save_) ctx.data->consume(*file.f, tr, buf);
   }
 
   static uint64_t ops_of(uint64_t bytes, uint64_t bs) { return (bytes + bs - 1) / bs; }
@@ -764,6 +770,8 @@ BackendFactory hdf5_backend() {
   f.name = "hdf5";
   f.description = "parallel HDF5 (MPI-IO driver): one dataset per tensor shard, group per rank";
   f.probe = [] { return std::string(); };
+  f.stream_transfers = false;
+  f.stream_refusal = "one H5Dwrite/H5Dread per dataset: a transfer cannot cross tensors";
   f.option_keys = {
       "transfer",       "chunk", "align_threshold", "coll_metadata_write", "all_coll_metadata_ops",
       "metadata_cache", "hints"};

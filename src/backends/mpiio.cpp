@@ -350,20 +350,18 @@ class MpiioBackend final : public Backend {
   void blocking(PhaseContext& ctx, Open& o) {
     Buffer& buf = ctx.pool->at(0);
     const FileSpec& f = *o.f;
-    for (const auto& e : f.extents)
-      for_each_op(e, cfg_.block_size, [&](uint64_t pos, uint64_t len) {
-        const uint64_t off = e.offset + pos;
-        MPI_Status st;
-        if (save_) ctx.data->produce(f, e, pos, buf, len);
-        uint64_t t = now_ns();
-        int rc = save_ ? MPI_File_write_at(o.fh, static_cast<MPI_Offset>(off), buf.data,
-                                           static_cast<int>(len), MPI_BYTE, &st)
-                       : MPI_File_read_at(o.fh, static_cast<MPI_Offset>(off), buf.data,
-                                          static_cast<int>(len), MPI_BYTE, &st);
-        check(o, rc, st, save_ ? "MPI_File_write_at" : "MPI_File_read_at", off, len);
-        ctx.rec->op(len, now_ns() - t);
-        if (!save_) ctx.data->consume(f, e, pos, buf, len);
-      });
+    for_each_transfer(f, cfg_.block_size, cfg_.transfer, [&](const Transfer& tr) {
+      MPI_Status st;
+      std::byte* p = save_ ? ctx.data->produce(f, tr, buf) : buf.data;
+      uint64_t t = now_ns();
+      int rc = save_ ? MPI_File_write_at(o.fh, static_cast<MPI_Offset>(tr.offset), p,
+                                         static_cast<int>(tr.len), MPI_BYTE, &st)
+                     : MPI_File_read_at(o.fh, static_cast<MPI_Offset>(tr.offset), p,
+                                        static_cast<int>(tr.len), MPI_BYTE, &st);
+      check(o, rc, st, save_ ? "MPI_File_write_at" : "MPI_File_read_at", tr.offset, tr.len);
+      ctx.rec->op(tr.len, now_ns() - t);
+      if (!save_) ctx.data->consume(f, tr, buf);
+    });
   }
 
   // Up to depth_ requests in flight, completed in submission order (reads are consumed in file
@@ -371,8 +369,8 @@ class MpiioBackend final : public Backend {
   void nonblocking(PhaseContext& ctx, Open& o) {
     struct Pending {
       MPI_Request req = MPI_REQUEST_NULL;
-      const Extent* e = nullptr;
-      uint64_t pos = 0, len = 0, t0 = 0;
+      Transfer tr;
+      uint64_t t0 = 0;
     };
     const FileSpec& f = *o.f;
     std::vector<Pending> ring(depth_);
@@ -388,38 +386,33 @@ class MpiioBackend final : public Backend {
       head = (head + 1) % depth_;
       n--;
       try {
-        check(o, rc, st, save_ ? "MPI_File_iwrite_at" : "MPI_File_iread_at", p.e->offset + p.pos,
-              p.len);
+        check(o, rc, st, save_ ? "MPI_File_iwrite_at" : "MPI_File_iread_at", p.tr.offset, p.tr.len);
       } catch (...) {
         drain();
         throw;
       }
-      ctx.rec->op(p.len, now_ns() - p.t0);
-      if (!save_) ctx.data->consume(f, *p.e, p.pos, ctx.pool->at(slot), p.len);
+      ctx.rec->op(p.tr.len, now_ns() - p.t0);
+      if (!save_) ctx.data->consume(f, p.tr, ctx.pool->at(slot));
     };
     try {
-      for (const auto& e : f.extents)
-        for_each_op(e, cfg_.block_size, [&](uint64_t pos, uint64_t len) {
-          if (n == depth_) complete_oldest();
-          const size_t slot = (head + n) % depth_;
-          Buffer& buf = ctx.pool->at(slot);
-          if (save_) ctx.data->produce(f, e, pos, buf, len);
-          const uint64_t off = e.offset + pos;
-          Pending& p = ring[slot];
-          p.e = &e;
-          p.pos = pos;
-          p.len = len;
-          p.t0 = now_ns();
-          int rc = save_ ? MPI_File_iwrite_at(o.fh, static_cast<MPI_Offset>(off), buf.data,
-                                              static_cast<int>(len), MPI_BYTE, &p.req)
-                         : MPI_File_iread_at(o.fh, static_cast<MPI_Offset>(off), buf.data,
-                                             static_cast<int>(len), MPI_BYTE, &p.req);
-          if (rc != MPI_SUCCESS)
-            throw_mpi(std::string(save_ ? "MPI_File_iwrite_at " : "MPI_File_iread_at ") +
-                          where(o.path, off, len),
-                      rc);
-          n++;
-        });
+      for_each_transfer(f, cfg_.block_size, cfg_.transfer, [&](const Transfer& tr) {
+        if (n == depth_) complete_oldest();
+        const size_t slot = (head + n) % depth_;
+        Buffer& buf = ctx.pool->at(slot);
+        std::byte* data = save_ ? ctx.data->produce(f, tr, buf) : buf.data;
+        Pending& p = ring[slot];
+        p.tr = tr;
+        p.t0 = now_ns();
+        int rc = save_ ? MPI_File_iwrite_at(o.fh, static_cast<MPI_Offset>(tr.offset), data,
+                                            static_cast<int>(tr.len), MPI_BYTE, &p.req)
+                       : MPI_File_iread_at(o.fh, static_cast<MPI_Offset>(tr.offset), data,
+                                           static_cast<int>(tr.len), MPI_BYTE, &p.req);
+        if (rc != MPI_SUCCESS)
+          throw_mpi(std::string(save_ ? "MPI_File_iwrite_at " : "MPI_File_iread_at ") +
+                        where(o.path, tr.offset, tr.len),
+                    rc);
+        n++;
+      });
       while (n > 0) complete_oldest();
     } catch (...) {
       drain();
@@ -432,25 +425,23 @@ class MpiioBackend final : public Backend {
   void collective(PhaseContext& ctx, Open& o) {
     const FileSpec& f = *o.f;
     uint64_t mine = 0;
-    for (const auto& e : f.extents) mine += (e.padded + cfg_.block_size - 1) / cfg_.block_size;
+    for_each_transfer(f, cfg_.block_size, cfg_.transfer, [&](const Transfer&) { mine++; });
     uint64_t calls = mine;
     if (o.comm != MPI_COMM_SELF) MPI_Allreduce(&mine, &calls, 1, MPI_UINT64_T, MPI_MAX, o.comm);
     Buffer& buf = ctx.pool->at(0);
     const char* call = save_ ? "MPI_File_write_at_all" : "MPI_File_read_at_all";
-    for (const auto& e : f.extents)
-      for_each_op(e, cfg_.block_size, [&](uint64_t pos, uint64_t len) {
-        const uint64_t off = e.offset + pos;
-        MPI_Status st;
-        if (save_) ctx.data->produce(f, e, pos, buf, len);
-        uint64_t t = now_ns();
-        int rc = save_ ? MPI_File_write_at_all(o.fh, static_cast<MPI_Offset>(off), buf.data,
-                                               static_cast<int>(len), MPI_BYTE, &st)
-                       : MPI_File_read_at_all(o.fh, static_cast<MPI_Offset>(off), buf.data,
-                                              static_cast<int>(len), MPI_BYTE, &st);
-        check(o, rc, st, call, off, len);
-        ctx.rec->op(len, now_ns() - t);
-        if (!save_) ctx.data->consume(f, e, pos, buf, len);
-      });
+    for_each_transfer(f, cfg_.block_size, cfg_.transfer, [&](const Transfer& tr) {
+      MPI_Status st;
+      std::byte* p = save_ ? ctx.data->produce(f, tr, buf) : buf.data;
+      uint64_t t = now_ns();
+      int rc = save_ ? MPI_File_write_at_all(o.fh, static_cast<MPI_Offset>(tr.offset), p,
+                                             static_cast<int>(tr.len), MPI_BYTE, &st)
+                     : MPI_File_read_at_all(o.fh, static_cast<MPI_Offset>(tr.offset), p,
+                                            static_cast<int>(tr.len), MPI_BYTE, &st);
+      check(o, rc, st, call, tr.offset, tr.len);
+      ctx.rec->op(tr.len, now_ns() - t);
+      if (!save_) ctx.data->consume(f, tr, buf);
+    });
     for (uint64_t i = mine; i < calls; i++) {
       MPI_Status st;
       int rc = save_ ? MPI_File_write_at_all(o.fh, 0, buf.data, 0, MPI_BYTE, &st)

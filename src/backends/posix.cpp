@@ -134,22 +134,20 @@ class PosixBackend final : public Backend {
   void write_file(PhaseContext& ctx, Open& o) {
     Buffer& buf = ctx.pool->at(0);
     double t0 = now_s();
-    for (const auto& e : o.f->extents)
-      for_each_op(e, cfg_.block_size, [&](uint64_t pos, uint64_t len) {
-        ctx.data->produce(*o.f, e, pos, buf, len);
-        transfer(ctx, o, true, buf.data, len, e.offset + pos);
-      });
+    for_each_transfer(*o.f, cfg_.block_size, cfg_.transfer, [&](const Transfer& t) {
+      std::byte* p = ctx.data->produce(*o.f, t, buf);
+      transfer(ctx, o, true, p, t.len, t.offset);
+    });
     ctx.rec->add_time(Step::io, now_s() - t0);
   }
 
   void read_file(PhaseContext& ctx, Open& o) {
     Buffer& buf = ctx.pool->at(0);
     double t0 = now_s();
-    for (const auto& e : o.f->extents)
-      for_each_op(e, cfg_.block_size, [&](uint64_t pos, uint64_t len) {
-        transfer(ctx, o, false, buf.data, len, e.offset + pos);
-        ctx.data->consume(*o.f, e, pos, buf, len);
-      });
+    for_each_transfer(*o.f, cfg_.block_size, cfg_.transfer, [&](const Transfer& t) {
+      transfer(ctx, o, false, buf.data, t.len, t.offset);
+      ctx.data->consume(*o.f, t, buf);
+    });
     ctx.rec->add_time(Step::io, now_s() - t0);
   }
 

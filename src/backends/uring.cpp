@@ -1,5 +1,5 @@
 // io_uring backend (liburing): one global stream of transfers over all of this rank's files, with
-// up to queue_depth of them in flight across extents and files. DESIGN.md "Backend facts".
+// up to queue_depth of them in flight across extents and files. docs/PERFORMANCE.md has the measurements.
 //
 // Files are opened lazily, when the op stream reaches them, with open(2) on the submitting thread
 // (prepared SQEs are submitted first, so the device stays busy during the open). We do not use
@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 
 #include "ckptbench/backend.hpp"
 #include "ckptbench/error.hpp"
@@ -195,7 +196,7 @@ void Engine::prep(int s) {
   const uint64_t remaining = sl.op.len - sl.done;
   const unsigned n = static_cast<unsigned>(std::min<uint64_t>(remaining, kMaxSqeBytes));
   const uint64_t off = sl.op.offset == Op::kStream ? Op::kStream : sl.op.offset + sl.done;
-  std::byte* p = bufs_[s]->data + sl.done;
+  std::byte* p = (sl.op.data != nullptr ? sl.op.data : bufs_[s]->data) + sl.done;
   if (opt_.direct_align != 0) {
     const uint64_t a = opt_.direct_align;
     const uint64_t am = reinterpret_cast<uintptr_t>(p) % a;
@@ -614,24 +615,27 @@ class FileSource final : public OpSource {
             io_uring_register_files_update(ring_.get(), static_cast<unsigned>(s.fixed), &s.fd, 1);
         if (rc < 0) throw_errno("io_uring_register_files_update '" + path(fi_) + "'", -rc);
       }
-      const Extent& e = f.extents[ei_];
-      const uint64_t len = std::min<uint64_t>(cfg_.block_size, e.padded - pos_);
+      const Transfer t = next_;
+      have_next_ = false;
       op.fd = s.fixed >= 0 ? s.fixed : s.fd;
       op.fixed_file = s.fixed >= 0;
       op.write = save_;
-      op.offset = e.offset + pos_;
-      op.len = len;
+      op.offset = t.offset;
+      op.len = t.len;
       op.file = fi_;
-      op.extent = ei_;
-      op.pos = pos_;
+      op.extent = t.extent;
+      op.pos = 0;
       if (save_) {
         // Node aggregation: bytes owned by another rank arrive over MPI (blocking): submit what
         // is prepared first so the device works meanwhile.
-        if (e.source >= 0 && e.source != ctx_.io->rank) eng.flush();
-        ctx_.data->produce(f, e, pos_, buf, len);
+        bool remote = false;
+        for_each_piece(f, t, [&](const Extent& e, uint64_t, uint64_t, uint64_t) {
+          remote |= e.source >= 0 && e.source != ctx_.io->rank;
+        });
+        if (remote) eng.flush();
+        op.data = ctx_.data->produce(f, t, buf);
       }
       s.outstanding++;
-      pos_ += len;
       advance(eng);  // marks the file fully submitted right after its last op
       return Next::op;
     }
@@ -645,8 +649,8 @@ class FileSource final : public OpSource {
 
   void release(Engine&, const Op& op, Buffer& buf) override {
     if (!save_) {
-      const FileSpec& f = files_[op.file];
-      ctx_.data->consume(f, f.extents[op.extent], op.pos, buf, op.len);
+      ctx_.data->consume(files_[op.file],
+                         Transfer{op.offset, op.len, static_cast<uint32_t>(op.extent)}, buf);
     }
   }
 
@@ -718,21 +722,20 @@ class FileSource final : public OpSource {
 
   std::string path(size_t i) const { return ctx_.dir + "/" + files_[i].path; }
 
-  // Moves the cursor past exhausted extents; when the file is exhausted, marks it fully
+  // Loads the current file's next transfer (next_); when the file has none left, marks it fully
   // submitted, moves to the next file and finishes it if nothing is in flight. True when it moved
   // to the next file.
   bool advance(Engine& eng) {
-    const FileSpec& f = files_[fi_];
-    while (ei_ < f.extents.size() && pos_ >= f.extents[ei_].padded) {
-      ei_++;
-      pos_ = 0;
+    if (have_next_) return false;
+    if (!cursor_) cursor_.emplace(files_[fi_], cfg_.block_size, cfg_.transfer);
+    if (cursor_->next(next_)) {
+      have_next_ = true;
+      return false;
     }
-    if (ei_ < f.extents.size()) return false;
     const size_t i = fi_;
     fs_[i].submitted_all = true;
     fi_++;
-    ei_ = 0;
-    pos_ = 0;
+    cursor_.reset();
     if (fs_[i].outstanding == 0) finish_file(eng, i);
     return true;
   }
@@ -834,8 +837,10 @@ class FileSource final : public OpSource {
   unsigned table_ = 0;
   std::vector<int> free_fixed_;
   std::vector<size_t> parked_;
-  size_t fi_ = 0, ei_ = 0;
-  uint64_t pos_ = 0;
+  size_t fi_ = 0;
+  std::optional<TransferCursor> cursor_;  // over files_[fi_]
+  Transfer next_;                         // its next transfer, when have_next_
+  bool have_next_ = false;
   double meta_s_ = 0;
 };
 
@@ -888,7 +893,7 @@ class UringBackend final : public Backend {
     eo.submit_batch = opt_.submit_batch;
     eo.fixed_buffers = opt_.fixed_buffers;
     eo.in_order_release = ctx.phase == Phase::restore;
-    eo.direct_align = cfg_.direct ? ctx.align : 0;
+    eo.direct_align = cfg_.direct ? (ctx.dio_align ? ctx.dio_align : ctx.align) : 0;
     eo.rec = ctx.rec;
     Engine eng(*ring_, bufs, eo);
     FileSource src(ctx, *ring_, opt_, run_, n);

@@ -154,7 +154,8 @@ for span in re.findall(r"`([^`\n]+)`", text):
     documented.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", span))
 # Maps whose keys are data, not field names (free-form or keyed by host/backend/kind/bucket).
 FREE = {"config", "params", "settings.backend", "environment.ranks_per_node",
-        "environment.backends", "plan.file_size_histogram", "plan.state_kind_bytes"}
+        "environment.backends", "plan.file_size_histogram", "plan.state_kind_bytes",
+        "plan.transfers.transfer_size_histogram"}
 missing = {}
 def walk(x, path):
     if isinstance(x, dict):

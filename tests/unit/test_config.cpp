@@ -148,7 +148,7 @@ TEST(Config, DirectNeedsAlignedBlockSize) {
   json d = base();
   d["direct"] = true;
   d["block_size"] = 1000;
-  expect_error(d, {"'block_size'", "1000", "direct"});
+  expect_error(d, {"'block_size'", "1000", "multiple of 512"});
   json d2 = base();
   d2["direct"] = true;
   d2["align"] = 4096;

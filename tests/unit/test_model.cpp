@@ -25,7 +25,7 @@ const TensorDesc* find(const ModelDesc& m, const std::string& name) {
 using ckpt_test::expect_config_error;
 
 TEST(ModelZoo, ParameterCountsMatchDesignTable) {
-  // DESIGN.md "Models" reference counts; Mixtral from its public config (46.7 B).
+  // Published parameter counts of the zoo models; Mixtral from its public config (46.7 B).
   const std::map<std::string, double> expected = {
       {"llama2-7b", 6.74e9}, {"llama2-13b", 13.0e9},   {"llama2-70b", 69.0e9},
       {"llama3-8b", 8.03e9}, {"llama3-70b", 70.6e9},   {"llama3.1-405b", 405.9e9},

@@ -259,9 +259,10 @@ TEST(Sharding, TpLocalShapes) {
 }
 
 TEST(Sharding, DeepSpeedLlama7bReference) {
-  // DESIGN.md: Megatron-DeepSpeed Llama-7B, TP4 x PP2, ZeRO-1 (DP 1): 96.5 GiB on disk, with
-  // 8 optimizer files of ~10.3 GiB. Our pure training state (14 B/param, no pickling overhead,
-  // no vocab padding, no optimizer bookkeeping) is 87.9 GiB: within 10 % of the real files.
+  // The starting design sketch's reference: Megatron-DeepSpeed Llama-7B, TP4 x PP2, ZeRO-1 (DP
+  // 1): 96.5 GiB on disk, with 8 optimizer files of ~10.3 GiB. Our pure training state (14 B/param,
+  // no pickling overhead, no vocab padding, no optimizer bookkeeping) is 87.9 GiB: within 10 % of
+  // the real files.
   const ModelDesc m = zoo("llama2-7b");
   const Parallelism p = resolve_parallelism(par(4, 2, 0, 1), 8, m);
   ASSERT_EQ(p.dp, 1);

@@ -64,21 +64,22 @@ size_t open_fds() {
 class TestData final : public DataPath {
  public:
   explicit TestData(const Pattern& p) : p_(p) {}
-  void produce(const FileSpec& f, const Extent& e, uint64_t pos, Buffer& buf,
-               uint64_t len) override {
-    p_.fill({buf.data, len}, f.id, e.offset, pos, false);
+  std::byte* produce(const FileSpec& f, const Transfer& t, Buffer& buf) override {
+    p_.fill({buf.data, t.len}, f.id, t.offset);
     produced++;
     if (sample_fds) max_fds = std::max(max_fds, open_fds());
+    return buf.data;
   }
-  void consume(const FileSpec& f, const Extent& e, uint64_t pos, Buffer& buf,
-               uint64_t len) override {
-    order.push_back({f.id, e.offset + pos});
-    uint64_t n = pos >= e.length ? 0 : std::min(len, e.length - pos);
-    auto bad = p_.check({buf.data, n}, f.id, e.offset, pos);
-    if (bad)
-      throw IoError("verify failed: file '" + f.path + "' offset " +
-                    std::to_string(e.offset + pos + *bad));
-    verified += n;
+  void consume(const FileSpec& f, const Transfer& t, Buffer& buf) override {
+    order.push_back({f.id, t.offset});
+    for_each_piece(f, t, [&](const Extent& e, uint64_t pos, uint64_t n, uint64_t at) {
+      const uint64_t k = pos >= e.length ? 0 : std::min(n, e.length - pos);
+      auto bad = p_.check({buf.data + at, k}, f.id, e.offset + pos);
+      if (bad)
+        throw IoError("verify failed: file '" + f.path + "' offset " +
+                      std::to_string(e.offset + pos + *bad));
+      verified += k;
+    });
   }
   const Pattern& p_;
   uint64_t produced = 0, verified = 0;
@@ -145,7 +146,7 @@ struct Harness {
   PointConfig cfg;
   IoPlan plan;
   RankIo io;
-  Pattern pat{65536 + 8, 42};
+  Pattern pat{65536, 42};
   std::optional<BufferPool> pool;
   uint64_t align = 4096;
 
@@ -193,7 +194,7 @@ struct Harness {
         std::vector<std::byte> b(e.length);
         ASSERT_EQ(pread(fd, b.data(), b.size(), static_cast<off_t>(e.offset)),
                   static_cast<ssize_t>(b.size()));
-        auto bad = pat.check(b, f.id, e.offset, 0);
+        auto bad = pat.check(b, f.id, e.offset);
         EXPECT_FALSE(bad.has_value()) << p << " extent at " << e.offset << " bad byte " << *bad;
       }
       ::close(fd);
@@ -203,17 +204,15 @@ struct Harness {
   uint64_t total_ops() const {
     uint64_t n = 0;
     for (const auto& f : io.files)
-      for (const auto& e : f.extents)
-        for_each_op(e, cfg.block_size, [&](uint64_t, uint64_t) { n++; });
+      for_each_transfer(f, cfg.block_size, cfg.transfer, [&](const Transfer&) { n++; });
     return n;
   }
   std::vector<std::pair<uint32_t, uint64_t>> plan_order() const {
     std::vector<std::pair<uint32_t, uint64_t>> v;
     for (const auto& f : io.files)
-      for (const auto& e : f.extents)
-        for_each_op(e, cfg.block_size, [&](uint64_t pos, uint64_t) {
-          v.push_back({f.id, e.offset + pos});
-        });
+      for_each_transfer(f, cfg.block_size, cfg.transfer, [&](const Transfer& t) {
+        v.push_back({f.id, t.offset});
+      });
     return v;
   }
 };

@@ -1,7 +1,8 @@
-// io_uring internals, exposed for the unit tests: a ring with the DESIGN.md flag fallback, and an
-// engine that keeps up to N transfers in flight, resubmits short transfers and requeues -EAGAIN /
-// -EINTR. The backend (src/backends/uring.cpp) drives the engine with a file-aware op source;
-// `transfer()` drives it with a plain list of requests on fds (pipes, sockets, files).
+// io_uring internals, exposed for the unit tests: a ring with the flag fallback of
+// RingSettings::flags, and an engine that keeps up to N transfers in flight, resubmits short
+// transfers and requeues -EAGAIN / -EINTR. The backend (src/backends/uring.cpp) drives the engine
+// with a file-aware op source; `transfer()` drives it with a plain list of requests on fds (pipes,
+// sockets, files).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -58,6 +59,8 @@ struct Op {
   bool write = false;
   uint64_t offset = 0;  // file offset; kStream = the file's position (pipes, sockets)
   uint64_t len = 0;
+  // Where the bytes are (inside the slot's buffer); nullptr = the buffer's start.
+  std::byte* data = nullptr;
   // Opaque tags for the op source (file index, extent index, position in the extent).
   size_t file = 0, extent = 0;
   uint64_t pos = 0;
