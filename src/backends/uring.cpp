@@ -1,5 +1,6 @@
 // io_uring backend (liburing): one global stream of transfers over all of this rank's files, with
-// up to queue_depth of them in flight across extents and files. docs/PERFORMANCE.md has the measurements.
+// up to queue_depth of them in flight across extents and files. docs/PERFORMANCE.md has the
+// measurements.
 //
 // Files are opened lazily, when the op stream reaches them, with open(2) on the submitting thread
 // (prepared SQEs are submitted first, so the device stays busy during the open). We do not use
