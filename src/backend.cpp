@@ -32,6 +32,30 @@ int open_plan_file(const PhaseContext& ctx, const FileSpec& f, int flags, const 
   return fd;
 }
 
+bool preallocate_file(int fd, uint64_t size, const std::string& path) {
+  if (size == 0) return true;
+  int rc;
+  do {
+    rc = ::fallocate(fd, 0, 0, static_cast<off_t>(size));
+  } while (rc != 0 && errno == EINTR);
+  if (rc == 0) return true;
+  if (errno == EOPNOTSUPP || errno == ENOSYS) return false;
+  throw_errno("fallocate " + std::to_string(size) + " bytes for '" + path + "'", errno);
+}
+
+void check_file_size(uint64_t size, const FileSpec& f, const std::string& path) {
+  uint64_t need = 0;
+  for (const auto& e : f.extents) need = std::max(need, e.offset + e.length);
+  if (size < need)
+    throw IoError("file '" + path + "' is " + std::to_string(size) + " bytes, the plan needs " +
+                  std::to_string(need) + " (truncated or written by a different plan)");
+}
+
+void describe_preallocation(nlohmann::json& j, bool requested, uint64_t unsupported_files) {
+  j["preallocate"] = requested ? "fallocate" : "off";
+  if (unsupported_files > 0) j["preallocate_unsupported_files"] = unsupported_files;
+}
+
 void syncfs_dir(PhaseContext& ctx) {
   auto t = ctx.rec->time(Step::sync);
   int dfd = ::open(ctx.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

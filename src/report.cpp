@@ -1,7 +1,5 @@
 #include "ckptbench/report.hpp"
 
-#include <hdf5.h>
-#include <liburing.h>
 #include <sys/sysinfo.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -14,6 +12,7 @@
 #include <map>
 #include <sstream>
 
+#include "ckptbench/backend.hpp"
 #include "ckptbench/error.hpp"
 #include "ckptbench/version.hpp"
 
@@ -79,10 +78,12 @@ json capture_environment(const std::string& target, MPI_Comm comm) {
   env["mpi_library"] = l;
   struct utsname u;
   if (uname(&u) == 0) env["kernel"] = std::string(u.sysname) + " " + u.release + " " + u.machine;
-  env["liburing_version"] = kLiburingVersion;
-  unsigned maj = 0, min = 0, rel = 0;
-  H5get_libversion(&maj, &min, &rel);
-  env["hdf5_version"] = std::to_string(maj) + "." + std::to_string(min) + "." + std::to_string(rel);
+  // Each backend names its own library (liburing_version, hdf5_version).
+  for (const auto& b : backend_registry())
+    if (b.library) {
+      auto [key, version] = b.library();
+      if (!key.empty()) env[key] = version;
+    }
   env["target"] = target;
   env["cpu"] = cpu_model();
   env["cores_online"] = sysconf(_SC_NPROCESSORS_ONLN);

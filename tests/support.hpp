@@ -145,6 +145,23 @@ inline std::string run_cmd(const std::string& cmd) {
   return out;
 }
 
+// Checks the payload of transfer t of file f (never the padding) read into data against the
+// pattern; throws IoError naming the file and offset of the first wrong byte. Returns the payload
+// bytes checked.
+inline uint64_t check_transfer(const Pattern& pat, const FileSpec& f, const Transfer& t,
+                               const std::byte* data) {
+  uint64_t checked = 0;
+  for_each_piece(f, t, [&](const Extent& e, uint64_t pos, uint64_t n, uint64_t at) {
+    const uint64_t k = pos >= e.length ? 0 : std::min(n, e.length - pos);
+    auto bad = pat.check({data + at, k}, f.id, e.offset + pos);
+    if (bad)
+      throw IoError("verify failed: '" + f.path + "' offset " +
+                    std::to_string(e.offset + pos + *bad));
+    checked += k;
+  });
+  return checked;
+}
+
 // The pattern on save; on restore checks the payload (never the padding) and counts bytes. Also
 // checks the DataPath contract: each file's extents come in file order.
 class PatternPath final : public DataPath {
@@ -160,13 +177,7 @@ class PatternPath final : public DataPath {
   }
   void consume(const FileSpec& f, const Transfer& t, Buffer& buf) override {
     order(f, t.offset);
-    for_each_piece(f, t, [&](const Extent& e, uint64_t pos, uint64_t n, uint64_t at) {
-      const uint64_t k = pos >= e.length ? 0 : std::min(n, e.length - pos);
-      auto bad = pat.check({buf.data + at, k}, f.id, e.offset + pos);
-      if (bad)
-        throw IoError("verify failed: '" + f.path + "' offset " +
-                      std::to_string(e.offset + pos + *bad));
-    });
+    check_transfer(pat, f, t, buf.data);
     consumed += t.len;
   }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ckptbench/buffers.hpp"
@@ -76,6 +77,9 @@ struct BackendFactory {
   std::function<void(const PointConfig&)> validate;
   // Option keys accepted in the backend's config section (for the docs and unknown-key errors).
   std::vector<std::string> option_keys;
+  // The library behind the backend, for the report's environment: {"<name>_version", version}
+  // (empty name: none beyond the C library and MPI).
+  std::function<std::pair<std::string, std::string>()> library;
   // Whether a transfer may span extents (`transfer: stream`); a backend that moves one tensor
   // (dataset) per call says why not.
   bool stream_transfers = true;
@@ -91,6 +95,20 @@ size_t fd_budget();
 // outside the directory; `flags` with O_CREAT creates exclusively). Throws IoError naming the path
 // and, for a planted entry, what happened. What = "create" / "open" for the message.
 int open_plan_file(const PhaseContext& ctx, const FileSpec& f, int flags, const char* what);
+// Preallocation of a file this rank just created, the same for every backend: fallocate(2)
+// (mode 0) of its final size. Returns false when the file system does not support it (EOPNOTSUPP,
+// ENOSYS): nothing is emulated (glibc's posix_fallocate would write every block inside the timed
+// open) and the backend reports the file in `preallocate_unsupported_files`. Throws IoError naming
+// the file for real failures (ENOSPC, EFBIG, EIO).
+bool preallocate_file(int fd, uint64_t size, const std::string& path);
+// Before a restore reads a file: its size must cover every extent of f this rank reads. Throws
+// IoError naming the file, its size and what the plan needs ("truncated or written by a different
+// plan").
+void check_file_size(uint64_t size, const FileSpec& f, const std::string& path);
+// What a backend says about preallocation in describe(): "fallocate" / "off", plus the count of
+// files the file system refused.
+void describe_preallocation(nlohmann::json& j, bool requested, uint64_t unsupported_files);
+
 // The one-call end sync of a phase that cannot keep its files open: syncfs(2) on ctx.dir, timed as
 // the sync step and counted as one sync op. Throws IoError naming the directory.
 void syncfs_dir(PhaseContext& ctx);

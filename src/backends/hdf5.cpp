@@ -770,6 +770,13 @@ BackendFactory hdf5_backend() {
   f.name = "hdf5";
   f.description = "parallel HDF5 (MPI-IO driver): one dataset per tensor shard, group per rank";
   f.probe = [] { return std::string(); };
+  f.library = [] {
+    unsigned maj = 0, min = 0, rel = 0;
+    H5get_libversion(&maj, &min, &rel);
+    return std::make_pair(
+        std::string("hdf5_version"),
+        std::to_string(maj) + "." + std::to_string(min) + "." + std::to_string(rel));
+  };
   f.stream_transfers = false;
   f.stream_refusal = "one H5Dwrite/H5Dread per dataset: a transfer cannot cross tensors";
   f.option_keys = {

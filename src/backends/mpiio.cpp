@@ -255,8 +255,8 @@ class MpiioBackend final : public Backend {
     j["hints_requested"] = req;
     j["hints_effective"] = hints_effective_;
     j["shared_file_comm"] = "MPI_Comm_create_group over the file's writers";
-    j["preallocate"] =
-        cfg_.preallocate ? "posix_fallocate by the creating rank, before MPI_File_open" : "off";
+    describe_preallocation(j, cfg_.preallocate, prealloc_unsupported_);
+    if (cfg_.preallocate) j["preallocate_by"] = "the creating rank, before MPI_File_open";
     j["o_direct"] = false;
     j["end_sync_method"] = end_sync_method_;
     j["collective_empty_calls"] = empty_calls_;
@@ -278,6 +278,7 @@ class MpiioBackend final : public Backend {
   nlohmann::json hints_effective_ = nlohmann::json::object();
   std::string end_sync_method_ = "MPI_File_sync";
   uint64_t empty_calls_ = 0;
+  uint64_t prealloc_unsupported_ = 0;
 
   Open open_file(PhaseContext& ctx, mpiio::FileComms& comms, const mpiio::Info& info,
                  const FileSpec& f) {
@@ -292,12 +293,11 @@ class MpiioBackend final : public Backend {
       // allocation; MPI_File_preallocate would write the whole file on ext4 (ROMIO and OMPIO
       // emulate it with writes). MPI_File_open below then opens the file this run made.
       int fd = open_plan_file(ctx, f, O_WRONLY | O_CREAT, "create");
-      if (cfg_.preallocate && f.size > 0) {
-        int rc = posix_fallocate(fd, 0, static_cast<off_t>(f.size));
-        if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
-          ::close(fd);
-          throw_errno("fallocate " + std::to_string(f.size) + " bytes for '" + o.path + "'", rc);
-        }
+      try {
+        if (cfg_.preallocate && !preallocate_file(fd, f.size, o.path)) prealloc_unsupported_++;
+      } catch (...) {
+        ::close(fd);
+        throw;
       }
       ::close(fd);
       ctx.rec->metadata();
@@ -315,12 +315,7 @@ class MpiioBackend final : public Backend {
       MPI_Offset size = 0;
       rc = MPI_File_get_size(o.fh, &size);
       if (rc != MPI_SUCCESS) throw_mpi("MPI_File_get_size '" + o.path + "'", rc);
-      uint64_t need = 0;
-      for (const auto& e : f.extents) need = std::max(need, e.offset + e.length);
-      if (static_cast<uint64_t>(size) < need)
-        throw IoError("file '" + o.path + "' is " + std::to_string(size) +
-                      " bytes, the plan needs " + std::to_string(need) +
-                      " (truncated or written by a different plan)");
+      check_file_size(static_cast<uint64_t>(size), f, o.path);
     }
     return o;
   }
@@ -343,22 +338,28 @@ class MpiioBackend final : public Backend {
     else if (depth_ > 1)
       nonblocking(ctx, o);
     else
-      blocking(ctx, o);
+      one_at_a_time(ctx, o, false);
     ctx.rec->add_time(Step::io, now_s() - t0);
   }
 
-  void blocking(PhaseContext& ctx, Open& o) {
+  // One transfer at a time: *_at (independent) or *_at_all (collective, every rank of the file's
+  // communicator makes the same number of calls).
+  void one_at_a_time(PhaseContext& ctx, Open& o, bool all) {
     Buffer& buf = ctx.pool->at(0);
     const FileSpec& f = *o.f;
+    const char* call = all ? (save_ ? "MPI_File_write_at_all" : "MPI_File_read_at_all")
+                           : (save_ ? "MPI_File_write_at" : "MPI_File_read_at");
     for_each_transfer(f, cfg_.block_size, cfg_.transfer, [&](const Transfer& tr) {
       MPI_Status st;
       std::byte* p = save_ ? ctx.data->produce(f, tr, buf) : buf.data;
+      const auto off = static_cast<MPI_Offset>(tr.offset);
+      const int n = static_cast<int>(tr.len);
       uint64_t t = now_ns();
-      int rc = save_ ? MPI_File_write_at(o.fh, static_cast<MPI_Offset>(tr.offset), p,
-                                         static_cast<int>(tr.len), MPI_BYTE, &st)
-                     : MPI_File_read_at(o.fh, static_cast<MPI_Offset>(tr.offset), p,
-                                        static_cast<int>(tr.len), MPI_BYTE, &st);
-      check(o, rc, st, save_ ? "MPI_File_write_at" : "MPI_File_read_at", tr.offset, tr.len);
+      int rc = all ? (save_ ? MPI_File_write_at_all(o.fh, off, p, n, MPI_BYTE, &st)
+                            : MPI_File_read_at_all(o.fh, off, p, n, MPI_BYTE, &st))
+                   : (save_ ? MPI_File_write_at(o.fh, off, p, n, MPI_BYTE, &st)
+                            : MPI_File_read_at(o.fh, off, p, n, MPI_BYTE, &st));
+      check(o, rc, st, call, tr.offset, tr.len);
       ctx.rec->op(tr.len, now_ns() - t);
       if (!save_) ctx.data->consume(f, tr, buf);
     });
@@ -428,20 +429,9 @@ class MpiioBackend final : public Backend {
     for_each_transfer(f, cfg_.block_size, cfg_.transfer, [&](const Transfer&) { mine++; });
     uint64_t calls = mine;
     if (o.comm != MPI_COMM_SELF) MPI_Allreduce(&mine, &calls, 1, MPI_UINT64_T, MPI_MAX, o.comm);
+    one_at_a_time(ctx, o, true);
     Buffer& buf = ctx.pool->at(0);
     const char* call = save_ ? "MPI_File_write_at_all" : "MPI_File_read_at_all";
-    for_each_transfer(f, cfg_.block_size, cfg_.transfer, [&](const Transfer& tr) {
-      MPI_Status st;
-      std::byte* p = save_ ? ctx.data->produce(f, tr, buf) : buf.data;
-      uint64_t t = now_ns();
-      int rc = save_ ? MPI_File_write_at_all(o.fh, static_cast<MPI_Offset>(tr.offset), p,
-                                             static_cast<int>(tr.len), MPI_BYTE, &st)
-                     : MPI_File_read_at_all(o.fh, static_cast<MPI_Offset>(tr.offset), p,
-                                            static_cast<int>(tr.len), MPI_BYTE, &st);
-      check(o, rc, st, call, tr.offset, tr.len);
-      ctx.rec->op(tr.len, now_ns() - t);
-      if (!save_) ctx.data->consume(f, tr, buf);
-    });
     for (uint64_t i = mine; i < calls; i++) {
       MPI_Status st;
       int rc = save_ ? MPI_File_write_at_all(o.fh, 0, buf.data, 0, MPI_BYTE, &st)

@@ -17,6 +17,7 @@ namespace {
 struct Stats {
   uint64_t short_transfers = 0;
   uint64_t eintr = 0;
+  uint64_t prealloc_unsupported = 0;
   std::string end_sync_method = "fsync";
 };
 
@@ -32,13 +33,14 @@ class PosixBackend final : public Backend {
   }
 
   nlohmann::json describe() const override {
-    return {{"api", "open/pwrite/pread/fsync/close"},
-            {"transfers_in_flight", 1},
-            {"o_direct", cfg_.direct},
-            {"preallocate", cfg_.preallocate ? "fallocate" : "off"},
-            {"short_transfers_resumed", st_.short_transfers},
-            {"eintr_retries", st_.eintr},
-            {"end_sync_method", st_.end_sync_method}};
+    nlohmann::json j = {{"api", "open/pwrite/pread/fsync/close"},
+                        {"transfers_in_flight", 1},
+                        {"o_direct", cfg_.direct},
+                        {"short_transfers_resumed", st_.short_transfers},
+                        {"eintr_retries", st_.eintr},
+                        {"end_sync_method", st_.end_sync_method}};
+    describe_preallocation(j, cfg_.preallocate, st_.prealloc_unsupported);
+    return j;
   }
 
  private:
@@ -66,25 +68,17 @@ class PosixBackend final : public Backend {
     bool create = write && f.create;
     int fd = open_plan_file(ctx, f, flags(write, create), create ? "create" : "open");
     ctx.rec->metadata();
-    if (create && cfg_.preallocate && f.size > 0) {
-      int rc = posix_fallocate(fd, 0, static_cast<off_t>(f.size));
-      if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
-        ::close(fd);
-        throw_errno("fallocate " + std::to_string(f.size) + " bytes for '" + o.path + "'", rc);
+    try {
+      if (create && cfg_.preallocate && !preallocate_file(fd, f.size, o.path))
+        st_.prealloc_unsupported++;
+      if (!write) {
+        // A truncated file is an error, reported here with its name, before any read.
+        off_t end = lseek(fd, 0, SEEK_END);
+        if (end >= 0) check_file_size(static_cast<uint64_t>(end), f, o.path);
       }
-    }
-    if (!write) {
-      // The file must hold every extent we are about to read: a truncated file is an error,
-      // reported here with its name, before any read.
-      off_t end = lseek(fd, 0, SEEK_END);
-      uint64_t need = 0;
-      for (const auto& e : f.extents) need = std::max(need, e.offset + e.length);
-      if (end >= 0 && static_cast<uint64_t>(end) < need) {
-        ::close(fd);
-        throw IoError("file '" + o.path + "' is " + std::to_string(end) +
-                      " bytes, the plan needs " + std::to_string(need) +
-                      " (truncated or written by a different plan)");
-      }
+    } catch (...) {
+      ::close(fd);
+      throw;
     }
     o.fd = fd;
     return o;

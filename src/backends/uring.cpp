@@ -32,6 +32,7 @@
 #include "ckptbench/backend.hpp"
 #include "ckptbench/error.hpp"
 #include "ckptbench/jsonread.hpp"
+#include "ckptbench/version.hpp"
 
 namespace ckpt::uring {
 
@@ -755,23 +756,11 @@ class FileSource final : public OpSource {
     s.fd = fd;
     open_++;
     ctx_.rec->metadata();
-    if (create && cfg_.preallocate && f.size > 0) {
-      if (::fallocate(fd, 0, 0, static_cast<off_t>(f.size)) != 0) {
-        if (errno == EOPNOTSUPP || errno == ENOSYS)
-          st_.prealloc_unsupported++;
-        else
-          throw_errno("fallocate " + std::to_string(f.size) + " bytes for '" + p + "'", errno);
-      }
-    }
+    if (create && cfg_.preallocate && !preallocate_file(fd, f.size, p)) st_.prealloc_unsupported++;
     if (!save_) {
       // A truncated file is an error named here, before any read.
       struct stat sb {};
-      uint64_t need = 0;
-      for (const auto& e : f.extents) need = std::max(need, e.offset + e.length);
-      if (fstat(fd, &sb) == 0 && static_cast<uint64_t>(sb.st_size) < need)
-        throw IoError("file '" + p + "' is " + std::to_string(sb.st_size) +
-                      " bytes, the plan needs " + std::to_string(need) +
-                      " (truncated or written by a different plan)");
+      if (fstat(fd, &sb) == 0) check_file_size(static_cast<uint64_t>(sb.st_size), f, p);
     }
     const double dt = now_s() - t;
     ctx_.rec->add_time(Step::open, dt);
@@ -930,9 +919,7 @@ class UringBackend final : public Backend {
                         {"registered", run_.files_registered},
                         {"table_size", run_.file_table}};
     j["o_direct"] = cfg_.direct;
-    j["preallocate"] = cfg_.preallocate ? "fallocate" : "off";
-    if (run_.prealloc_unsupported > 0)
-      j["preallocate_unsupported_files"] = run_.prealloc_unsupported;
+    describe_preallocation(j, cfg_.preallocate, run_.prealloc_unsupported);
     j["open_close"] = "open(2)/close(2) when the op stream reaches a file / after its last op";
     j["restore_consume_order"] = "submission order (reorder window <= queue_depth)";
     j["end_sync_method"] = run_.end_sync_method;
@@ -973,6 +960,10 @@ BackendFactory uring_backend() {
       "liburing: queue_depth transfers in flight across extents and files; fixed buffers/files, "
       "SQPOLL, submission batching";
   f.probe = [] { return uring::probe(); };
+  // The version the binary was built against (pkg-config at configure time).
+  f.library = [] {
+    return std::make_pair(std::string("liburing_version"), std::string(kLiburingVersion));
+  };
   f.validate = [](const PointConfig& p) { (void)parse_options(p); };
   f.option_keys = option_keys();
   f.create = [](const PointConfig& p) -> std::unique_ptr<Backend> {

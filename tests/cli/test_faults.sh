@@ -23,7 +23,6 @@ run() {
   code=$?
 }
 
-jq_py() { python3 -c "import json,sys; d=json.load(open('$1')); print($2)"; }
 
 run point3 "point=3,phase=save,rank=1" "$work/sweep.json"
 if [ "$code" -eq 1 ]; then ok "point 3 failure exits 1"; else bad "point 3 failure: exit $code: $out"; fi

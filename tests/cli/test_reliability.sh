@@ -4,6 +4,8 @@
 # Every run is under `timeout`, so a hang fails the case instead of the suite. Cases that need
 # root (mounts) print "skip <case>: <reason>" when not root. Exit 77 when nothing could run.
 set -u
+# lib.sh: jq_py, rank_pids, wait_for (this test keeps its own launcher handling and counters).
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 BIN="${CKPT_BINARY:?CKPT_BINARY: path to the ckptbench binary}"
 [ -x "$BIN" ] || { echo "skip: $BIN is not executable"; exit 77; }
 command -v python3 >/dev/null || { echo "skip: python3 is needed to read the reports"; exit 77; }
@@ -46,8 +48,6 @@ skip() { echo "skip $1"; skips=$((skips+1)); }
 # COND; verdict NAME: passes when COND (the command just before) succeeded.
 verdict() { if [ $? -eq 0 ]; then ok "$1"; else bad "$1: exit $code: $(tail -c 1500 <<< "$out")"; fi; }
 
-# jq_py FILE EXPR: evaluates a Python expression over the JSON document d.
-jq_py() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
 # mount_tmpfs DIR OPTS: root only; registers DIR for unmounting at exit.
 mount_fs() {
   local type="$1" dir="$2" opts="$3"
@@ -233,31 +233,12 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------
-# wait_report FILE SECONDS: waits until the report exists (a repetition has finished).
-# Gives up early when the job PID ($3) has already ended.
-wait_report() {
-  local i
-  for ((i = 0; i < $2 * 10; i++)); do
-    [ -s "$1" ] && return 0
-    kill -0 "$3" 2>/dev/null || return 1
-    sleep 0.1
-  done
-  return 1
-}
-# rank_pids TAG: PIDs of ckptbench rank processes whose command line contains TAG.
-rank_pids() {
-  local p
-  for p in $(pgrep -f -- "$1"); do
-    [ "$(cat /proc/"$p"/comm 2>/dev/null)" = "$(basename "$BIN" | cut -c1-15)" ] && echo "$p"
-  done | sort -n
-}
-
 section "# 4. a rank killed with SIGKILL mid-run"
 tag="$work/kill-target"
 ( timeout -k 10 150 "${MPI[@]}" -n 4 "$BIN" run --config "$work/long.json" --target "$tag" \
     --output "$work/kill.json" --quiet > "$work/kill.out" 2>&1; echo $? > "$work/kill.rc" ) &
 bgpid=$!
-if wait_report "$work/kill.json" 90 "$bgpid"; then
+if wait_for "$work/kill.json" 90 "$bgpid"; then
   victim="$(rank_pids "$tag" | tail -1)"
   if [ -n "$victim" ]; then
     t0=$SECONDS
@@ -286,7 +267,7 @@ tag="$work/term-target"
 ( timeout -k 10 150 "${MPI[@]}" -n 4 "$BIN" run --config "$work/long.json" --target "$tag" \
     --output "$work/term.json" --quiet > "$work/term.out" 2>&1; echo $? > "$work/term.rc" ) &
 bgpid=$!
-if wait_report "$work/term.json" 90 "$bgpid"; then
+if wait_for "$work/term.json" 90 "$bgpid"; then
   t0=$SECONDS
   # shellcheck disable=SC2046
   kill -TERM $(rank_pids "$tag") 2>/dev/null

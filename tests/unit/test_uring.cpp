@@ -20,6 +20,7 @@
 #include "ckptbench/buffers.hpp"
 #include "ckptbench/error.hpp"
 #include "ckptbench/units.hpp"
+#include "support.hpp"
 
 namespace fs = std::filesystem;
 using namespace ckpt;
@@ -72,14 +73,7 @@ class TestData final : public DataPath {
   }
   void consume(const FileSpec& f, const Transfer& t, Buffer& buf) override {
     order.push_back({f.id, t.offset});
-    for_each_piece(f, t, [&](const Extent& e, uint64_t pos, uint64_t n, uint64_t at) {
-      const uint64_t k = pos >= e.length ? 0 : std::min(n, e.length - pos);
-      auto bad = p_.check({buf.data + at, k}, f.id, e.offset + pos);
-      if (bad)
-        throw IoError("verify failed: file '" + f.path + "' offset " +
-                      std::to_string(e.offset + pos + *bad));
-      verified += k;
-    });
+    verified += ckpt_test::check_transfer(p_, f, t, buf.data);
   }
   const Pattern& p_;
   uint64_t produced = 0, verified = 0;
