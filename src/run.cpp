@@ -19,14 +19,18 @@
 #include <map>
 #include <thread>
 
+#include "ckptbench/agreement.hpp"
 #include "ckptbench/backend.hpp"
 #include "ckptbench/buffers.hpp"
+#include "ckptbench/datapath.hpp"
 #include "ckptbench/error.hpp"
+#include "ckptbench/fault.hpp"
 #include "ckptbench/fs.hpp"
 #include "ckptbench/layout.hpp"
 #include "ckptbench/lustre.hpp"
 #include "ckptbench/metrics.hpp"
 #include "ckptbench/model.hpp"
+#include "ckptbench/nodes.hpp"
 #include "ckptbench/report.hpp"
 #include "ckptbench/sharding.hpp"
 #include "ckptbench/transfer.hpp"
@@ -37,304 +41,6 @@ namespace ckpt {
 namespace {
 
 using json = nlohmann::json;
-
-constexpr int kTagData = 4711;
-
-volatile sig_atomic_t g_stop_signal = 0;
-
-extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
-
-// Parses CKPT_FAULT_INJECT ("key=value,...").
-std::map<std::string, std::string> fault_spec() {
-  std::map<std::string, std::string> kv;
-  const char* env = std::getenv(kFaultEnv);
-  if (!env || !*env) return kv;
-  std::string s(env);
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t comma = s.find(',', start);
-    std::string item =
-        s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    size_t eq = item.find('=');
-    if (eq != std::string::npos) kv[item.substr(0, eq)] = item.substr(eq + 1);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return kv;
-}
-
-bool fault_requested(int point, int rep, const char* phase, int rank) {
-  auto kv = fault_spec();
-  if (kv.empty()) return false;
-  auto match = [&](const char* k, const std::string& v) { return !kv.count(k) || kv[k] == v; };
-  return match("point", std::to_string(point)) && match("rep", std::to_string(rep)) &&
-         match("phase", phase) && match("rank", std::to_string(rank));
-}
-
-// Test hook between save and restore ("phase=between,action=delete|truncate|corrupt"): damages
-// this rank's first file the way a failing file system or a careless user would.
-void damage_between_phases(const RankIo& io, const std::string& dir) {
-  auto kv = fault_spec();
-  if (io.files.empty() || io.files.front().extents.empty()) return;
-  const FileSpec& f = io.files.front();
-  std::string path = dir + "/" + f.path;
-  std::error_code ec;
-  if (kv["action"] == "delete") {
-    std::filesystem::remove(path, ec);
-  } else if (kv["action"] == "truncate") {
-    std::filesystem::resize_file(path, f.extents.back().offset, ec);
-  } else if (kv["action"] == "corrupt") {
-    const Extent& e = f.extents.front();
-    std::fstream fs(path, std::ios::in | std::ios::out | std::ios::binary);
-    fs.seekg(static_cast<std::streamoff>(e.offset + e.length / 2));
-    char c = 0;
-    fs.read(&c, 1);
-    c = static_cast<char>(c ^ 0x5A);
-    fs.seekp(static_cast<std::streamoff>(e.offset + e.length / 2));
-    fs.write(&c, 1);
-  }
-}
-
-std::string hostname() {
-  char h[256] = {0};
-  gethostname(h, sizeof h - 1);
-  return h;
-}
-
-// Error agreement after a step that may fail on some ranks. Every rank calls it with its own
-// outcome; if any rank failed, every rank throws the lowest failing rank's message (prefixed
-// with rank and host), with the same error kind. Non-blocking with a bound: a failed rank whose
-// peers never arrive (stuck in a collective the failed rank left) aborts the job instead of
-// hanging it.
-enum class Outcome { ok = 0, io = 1, config = 2, timeout = 3 };
-
-// Per-point deadline (monotonic seconds; 0 = none). Checked at every agreement (soft: the point
-// stops cleanly at the next phase boundary) and by a watchdog thread (hard: a phase stuck far
-// past the deadline ends the process, and with it the job, after saying why).
-std::atomic<double> g_deadline{0};
-std::atomic<int> g_deadline_point{0};
-double g_timeout_s = 0;
-
-struct Agreement {
-  MPI_Comm comm;
-  double grace_s;
-  void operator()(Outcome mine, std::string msg, double phase_elapsed_s) const {
-    double dl = g_deadline.load();
-    if (mine == Outcome::ok && dl > 0 && now_s() > dl) {
-      mine = Outcome::timeout;
-      msg = "point " + std::to_string(g_deadline_point.load()) + " timed out: it ran longer than " +
-            "timeout_s = " + std::to_string(static_cast<int>(g_timeout_s)) + " s";
-    }
-    if (mine == Outcome::ok && g_stop_signal != 0) {
-      mine = Outcome::io;
-      msg = std::string("interrupted by signal ") +
-            std::to_string(static_cast<int>(g_stop_signal)) + " (" + strsignal(g_stop_signal) + ")";
-    }
-    int rank = 0;
-    MPI_Comm_rank(comm, &rank);
-    int local[2] = {static_cast<int>(mine), mine == Outcome::ok ? INT32_MAX : rank};
-    int global[2] = {0, 0};
-    int sendv[2] = {local[0], -local[1]};
-    int recv[2];
-    MPI_Request req;
-    MPI_Iallreduce(sendv, recv, 2, MPI_INT, MPI_MAX, comm, &req);
-    double limit = std::max(grace_s, 3 * phase_elapsed_s);
-    double t0 = now_s();
-    int done = 0;
-    while (!done) {
-      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-      if (done) break;
-      if (mine != Outcome::ok && now_s() - t0 > limit) {
-        std::fprintf(stderr,
-                     "ckptbench: error: %s\nckptbench: other ranks did not reach the error check "
-                     "within %.0f s (stuck in a collective?); aborting the job\n",
-                     msg.c_str(), limit);
-        std::fflush(stderr);
-        MPI_Abort(comm, 1);
-      }
-      usleep(mine == Outcome::ok ? 50 : 1000);
-    }
-    global[0] = recv[0];
-    global[1] = -recv[1];
-    if (global[0] == 0) return;
-    // Lowest failing rank broadcasts its message.
-    int root = global[1];
-    int len = rank == root ? static_cast<int>(msg.size()) : 0;
-    MPI_Bcast(&len, 1, MPI_INT, root, comm);
-    std::string text(static_cast<size_t>(len), '\0');
-    if (rank == root) text = msg;
-    MPI_Bcast(text.data(), len, MPI_CHAR, root, comm);
-    // The error kind is that of the failing root (config errors exit 2).
-    int kind = rank == root ? static_cast<int>(mine) : 0;
-    MPI_Bcast(&kind, 1, MPI_INT, root, comm);
-    if (kind == static_cast<int>(Outcome::config)) throw ConfigError(text);
-    if (kind == static_cast<int>(Outcome::timeout)) throw TimeoutError(text);
-    throw IoError(text);
-  }
-};
-
-// Runs fn; converts exceptions into an outcome and message (prefixed with rank and host).
-template <class Fn>
-std::pair<Outcome, std::string> attempt(int rank, Fn&& fn) {
-  try {
-    fn();
-    return {Outcome::ok, ""};
-  } catch (const ConfigError& e) {
-    return {Outcome::config, e.what()};
-  } catch (const std::exception& e) {
-    return {Outcome::io, "rank " + std::to_string(rank) + " (" + hostname() + "): " + e.what()};
-  }
-}
-
-// DataPath: the pattern for this rank's extents; MPI messages for node-aggregated ones (one per
-// piece of a transfer that another rank owns).
-class RankDataPath final : public DataPath {
- public:
-  RankDataPath(const Pattern& p, int rank, MPI_Comm comm, bool verify, const std::string& dir)
-      : p_(p), rank_(rank), comm_(comm), verify_(verify), dir_(dir) {}
-
-  std::byte* produce(const FileSpec& f, const Transfer& t, Buffer& buf) override {
-    std::byte* p = stage_pattern(p_, buf, f.id, t.offset, t.len);
-    for_each_piece(f, t, [&](const Extent& e, uint64_t pos, uint64_t n, uint64_t at) {
-      if (!remote(e)) return;
-      recv(p + at, n, e.source, f.path, e.offset + pos);
-      buf.taint(static_cast<uint64_t>(p - buf.data) + at,
-                static_cast<uint64_t>(p - buf.data) + at + n);
-    });
-    return p;
-  }
-
-  void consume(const FileSpec& f, const Transfer& t, Buffer& buf) override {
-    buf.taint(0, t.len);
-    for_each_piece(f, t, [&](const Extent& e, uint64_t pos, uint64_t n, uint64_t at) {
-      if (remote(e))
-        send(buf.data + at, n, e.source);
-      else
-        check(f.id, f.path, e, pos, buf.data + at, n);
-    });
-  }
-
-  // Verifies n bytes at position pos of extent e (its payload part only, never the padding).
-  void check(uint32_t file_id, const std::string& path, const Extent& e, uint64_t pos,
-             const std::byte* data, uint64_t n) {
-    if (!verify_) return;
-    const uint64_t k = pos >= e.length ? 0 : std::min(n, e.length - pos);
-    if (k == 0) return;
-    auto bad = p_.check({data, k}, file_id, e.offset + pos);
-    if (bad) {
-      uint64_t off = e.offset + pos + *bad;
-      throw IoError("verify failed: file '" + dir_ + "/" + path + "' byte offset " +
-                    std::to_string(off) + " differs from what was written (extent at offset " +
-                    std::to_string(e.offset) + ", " + std::to_string(e.length) + " bytes)");
-    }
-    bytes_verified_ += k;
-  }
-
-  void send(const std::byte* data, uint64_t len, int dest) {
-    if (MPI_Send(data, static_cast<int>(len), MPI_BYTE, dest, kTagData, comm_) != MPI_SUCCESS)
-      throw IoError("node aggregation: MPI_Send of " + std::to_string(len) + " bytes to rank " +
-                    std::to_string(dest) + " failed");
-  }
-
-  void recv(std::byte* data, uint64_t len, int src, const std::string& path, uint64_t off) {
-    MPI_Status st;
-    int rc = MPI_Recv(data, static_cast<int>(len), MPI_BYTE, src, kTagData, comm_, &st);
-    int got = 0;
-    MPI_Get_count(&st, MPI_BYTE, &got);
-    if (rc != MPI_SUCCESS || static_cast<uint64_t>(got) != len)
-      throw IoError("node aggregation: expected " + std::to_string(len) + " bytes from rank " +
-                    std::to_string(src) + " for '" + path + "' offset " + std::to_string(off) +
-                    ", got " + std::to_string(got));
-  }
-
-  const Pattern& pattern() const { return p_; }
-  uint64_t bytes_verified() const { return bytes_verified_; }
-  // Rank-shift restore: this rank reads files another rank wrote and verifies them itself (the
-  // pattern is a function of file and offset, as in IOR's -C), so nothing is sent back and no
-  // rank waits for a peer inside the timed phase. Node aggregation (the only other case of an
-  // extent whose source is another rank) is refused with rank-shift.
-  void set_rank_shift(bool on) { shifted_ = on; }
-
- private:
-  bool remote(const Extent& e) const { return !shifted_ && e.source >= 0 && e.source != rank_; }
-
-  const Pattern& p_;
-  int rank_;
-  MPI_Comm comm_;
-  bool verify_;
-  std::string dir_;
-  uint64_t bytes_verified_ = 0;
-  bool shifted_ = false;
-};
-
-// Non-leader side of node aggregation: stream this rank's pieces of the leader's files to the
-// leader (save), or receive them back and verify (restore). The pieces are the leader's transfers
-// cut at extent boundaries, so each message matches one the leader posts, in the same order.
-// Staging memory: one pool buffer.
-void remote_side(const IoPlan& plan, const RankIo& io, Phase phase, const PointConfig& pc,
-                 Buffer& buf, RankDataPath& dp, PhaseRecorder& rec) {
-  if (io.leader < 0 || io.remote.empty()) return;
-  double t0 = now_s();
-  std::vector<uint32_t> ids;
-  for (const auto& r : io.remote)
-    if (ids.empty() || ids.back() != r.file_id) ids.push_back(r.file_id);
-  for (uint32_t id : ids) {
-    const FileSpec* f = nullptr;
-    for (const auto& lf : plan.ranks[static_cast<size_t>(io.leader)].files)
-      if (lf.id == id) f = &lf;
-    if (f == nullptr)
-      throw IoError("node aggregation: leader file not in the plan (internal error)");
-    for_each_transfer(*f, pc.block_size, pc.transfer, [&](const Transfer& t) {
-      for_each_piece(*f, t, [&](const Extent& e, uint64_t pos, uint64_t n, uint64_t) {
-        if (e.source != io.rank) return;
-        if (phase == Phase::save) {
-          dp.pattern().fill({buf.data, n}, f->id, e.offset + pos);
-          buf.taint(0, n);
-          dp.send(buf.data, n, io.leader);
-        } else {
-          dp.recv(buf.data, n, io.leader, f->path, e.offset + pos);
-          buf.taint(0, n);
-          dp.check(f->id, f->path, e, pos, buf.data, n);
-        }
-      });
-    });
-  }
-  rec.add_time(Step::io, now_s() - t0);
-}
-
-struct NodeMap {
-  std::vector<int> node_of_rank;
-  int nodes = 1;
-  bool emulated = false;
-};
-
-NodeMap node_map(MPI_Comm comm, int ranks_per_node) {
-  int rank, size;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  NodeMap nm;
-  nm.node_of_rank.resize(size);
-  if (ranks_per_node > 0) {
-    for (int r = 0; r < size; r++) nm.node_of_rank[r] = r / ranks_per_node;
-    nm.emulated = true;
-  } else {
-    MPI_Comm shm;
-    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shm);
-    int leader = rank;
-    MPI_Bcast(&leader, 1, MPI_INT, 0, shm);  // lowest world rank of the node (key = rank)
-    MPI_Comm_free(&shm);
-    std::vector<int> leaders(size);
-    MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm);
-    std::vector<int> uniq = leaders;
-    std::sort(uniq.begin(), uniq.end());
-    uniq.erase(std::unique(uniq.begin(), uniq.end()), uniq.end());
-    for (int r = 0; r < size; r++)
-      nm.node_of_rank[r] =
-          static_cast<int>(std::lower_bound(uniq.begin(), uniq.end(), leaders[r]) - uniq.begin());
-  }
-  nm.nodes = *std::max_element(nm.node_of_rank.begin(), nm.node_of_rank.end()) + 1;
-  return nm;
-}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -377,15 +83,6 @@ std::string block_size_warning(const PointConfig& pc, const json& transfers) {
   return "block_size " + format_bytes(pc.block_size) + " exceeds the largest contiguous run (" +
          format_bytes(run) + ", transfer '" + transfer_mode_name(pc.transfer) +
          "'): every transfer is a whole run, so block size has no effect on this point";
-}
-
-// Resolves "auto" and checks that the chosen method can work here.
-CacheMode resolve_cache(const PointConfig& pc, const NodeMap& nm, bool has_remote) {
-  if (pc.cache != CacheMode::auto_) return pc.cache;
-  if (pc.direct) return CacheMode::direct;
-  if (can_drop_caches()) return CacheMode::drop_caches;
-  if (nm.nodes > 1 && !nm.emulated && !has_remote) return CacheMode::rank_shift;
-  return CacheMode::fadvise;
 }
 
 std::string progress_params(const PointConfig& pc) {
@@ -549,26 +246,12 @@ void agree_on_config(MPI_Comm comm, const std::string& parse_error, const json& 
                     "); launch every rank with the same config contents, --target and options");
 }
 
-void install_stop_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  // SIGUSR1/SIGUSR2: what `sbatch --signal=USR1@60` sends before the time limit (and mpirun
-  // forwards); SIGHUP: a lost terminal or a batch system's hang-up. All stop like SIGTERM.
-  for (int sig : {SIGINT, SIGTERM, SIGUSR1, SIGUSR2, SIGHUP}) sigaction(sig, &sa, nullptr);
-  // A write past `ulimit -f` then fails with EFBIG, reported with rank, file and offset, instead
-  // of SIGXFSZ killing the rank without a word.
-  struct sigaction ign {};
-  ign.sa_handler = SIG_IGN;
-  sigemptyset(&ign.sa_mask);
-  sigaction(SIGXFSZ, &ign, nullptr);
-}
-
 RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm comm) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  Agreement agree{comm, 60.0};
+  Deadline deadline;
+  Agreement agree{comm, 60.0, &deadline};
   RunResult res;
   std::string target = opt.target_override.empty() ? cfg.target : opt.target_override;
   const bool say = rank == 0 && !opt.quiet;
@@ -733,35 +416,13 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
   const int npoints = static_cast<int>(cfg.points.size());
   // The point being run and its finished repetitions, kept for the report if it fails.
   json current = nullptr;
-  g_timeout_s = cfg.timeout_s;
-  std::atomic<bool> watchdog_stop{false};
-  std::thread watchdog;
-  if (cfg.timeout_s > 0) {
-    const double grace = std::max(30.0, cfg.timeout_s);
-    watchdog = std::thread([&watchdog_stop, grace, rank] {
-      while (!watchdog_stop.load()) {
-        double dl = g_deadline.load();
-        if (dl > 0 && now_s() > dl + grace) {
-          std::fprintf(stderr,
-                       "ckptbench: error (rank %d): point %d is stuck %.0f s past its timeout_s "
-                       "(%.0f s) inside a phase; ending the job. The report on disk holds the "
-                       "finished repetitions.\n",
-                       rank, g_deadline_point.load(), grace, g_timeout_s);
-          std::fflush(stderr);
-          std::_Exit(3);
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      }
-    });
-  }
-  StopAndJoin join_watchdog{watchdog_stop, watchdog};
+  Watchdog watchdog(deadline, cfg.timeout_s, rank);
   try {
     for (int pi = 0; pi < npoints; pi++) {
       const PointConfig& pc = cfg.points[pi];
       const uint64_t align = point_align(pc, fsi.dio_offset_align);
       MPI_Barrier(comm);
-      g_deadline_point = pi + 1;
-      g_deadline = cfg.timeout_s > 0 ? now_s() + cfg.timeout_s : 0.0;
+      deadline.arm(pi + 1, cfg.timeout_s);
       json pj = {
           {"index", pi + 1}, {"params", pc.params}, {"config", pc.resolved}, {"status", "running"}};
       json warnings = json::array();
@@ -779,7 +440,7 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
       const RankIo& mine = plan.ranks[rank];
       bool has_remote = false;
       for (const auto& r : plan.ranks) has_remote |= !r.remote.empty();
-      CacheMode cache = resolve_cache(pc, prep.nodes, has_remote);
+      CacheMode cache = resolve_cache(pc, prep.nodes, has_remote, can_drop_caches());
       if (cache == CacheMode::rank_shift && has_remote)
         throw ConfigError("'cache': \"rank-shift\" cannot be used with layout 'aggregated-node'");
       if (cache == CacheMode::rank_shift && (prep.nodes.nodes < 2 || prep.nodes.emulated))
@@ -1092,7 +753,7 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
       pj["warnings"] = warnings;
       pj["status"] = "ok";
       current = nullptr;
-      g_deadline = 0.0;
+      deadline.disarm();
       doc["points"].push_back(pj);
       if (!cfg.keep && rank == 0) {
         std::error_code ec;
@@ -1101,12 +762,12 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
     }
     doc["status"] = "ok";
   } catch (const Error& e) {
-    g_deadline = 0.0;
+    deadline.disarm();
     res.exit_code = dynamic_cast<const ConfigError*>(&e) ? 2 : 1;
     res.error = e.what();
     doc["status"] = "failed";
     doc["error"] = e.what();
-    if (dynamic_cast<const TimeoutError*>(&e)) doc["timed_out_point"] = g_deadline_point.load();
+    if (dynamic_cast<const TimeoutError*>(&e)) doc["timed_out_point"] = deadline.point();
     doc["points_completed"] = doc["points"].size();
     if (!current.is_null()) {
       // The failed point keeps the repetitions it finished.

@@ -1,0 +1,43 @@
+#include "ckptbench/nodes.hpp"
+
+#include <algorithm>
+
+namespace ckpt {
+
+NodeMap node_map(MPI_Comm comm, int ranks_per_node) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  NodeMap nm;
+  nm.node_of_rank.resize(size);
+  if (ranks_per_node > 0) {
+    for (int r = 0; r < size; r++) nm.node_of_rank[r] = r / ranks_per_node;
+    nm.emulated = true;
+  } else {
+    MPI_Comm shm;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shm);
+    int leader = rank;
+    MPI_Bcast(&leader, 1, MPI_INT, 0, shm);  // lowest world rank of the node (key = rank)
+    MPI_Comm_free(&shm);
+    std::vector<int> leaders(size);
+    MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm);
+    std::vector<int> uniq = leaders;
+    std::sort(uniq.begin(), uniq.end());
+    uniq.erase(std::unique(uniq.begin(), uniq.end()), uniq.end());
+    for (int r = 0; r < size; r++)
+      nm.node_of_rank[r] =
+          static_cast<int>(std::lower_bound(uniq.begin(), uniq.end(), leaders[r]) - uniq.begin());
+  }
+  nm.nodes = *std::max_element(nm.node_of_rank.begin(), nm.node_of_rank.end()) + 1;
+  return nm;
+}
+
+CacheMode resolve_cache(const PointConfig& pc, const NodeMap& nm, bool has_remote, bool can_drop) {
+  if (pc.cache != CacheMode::auto_) return pc.cache;
+  if (pc.direct) return CacheMode::direct;
+  if (can_drop) return CacheMode::drop_caches;
+  if (nm.nodes > 1 && !nm.emulated && !has_remote) return CacheMode::rank_shift;
+  return CacheMode::fadvise;
+}
+
+}  // namespace ckpt
