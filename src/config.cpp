@@ -252,6 +252,11 @@ PointConfig parse_point(const json& pj_in) {
   }
   if (p.cache == CacheMode::direct && !p.direct)
     throw ConfigError("'cache': \"direct\" needs 'direct': true (O_DIRECT reads bypass the cache)");
+  if (p.cache == CacheMode::rank_shift && p.layout.kind == LayoutKind::aggregated_node)
+    throw ConfigError(
+        "'cache': \"rank-shift\" cannot be used with layout 'aggregated-node' (the node leader "
+        "writes every rank's bytes, so no rank reads files another node wrote); use \"fadvise\", "
+        "\"drop-caches\" or \"direct\"");
   if (p.layout.chunk_size != 0 && p.layout.chunk_size < p.block_size && p.layout.chunk_size % 4096)
     throw ConfigError("'chunk_size': must be a multiple of 4096");
   validate_stripe_request(stripe_request(p));

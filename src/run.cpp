@@ -441,8 +441,6 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
       bool has_remote = false;
       for (const auto& r : plan.ranks) has_remote |= !r.remote.empty();
       CacheMode cache = resolve_cache(pc, prep.nodes, has_remote, can_drop_caches());
-      if (cache == CacheMode::rank_shift && has_remote)
-        throw ConfigError("'cache': \"rank-shift\" cannot be used with layout 'aggregated-node'");
       if (cache == CacheMode::rank_shift && (prep.nodes.nodes < 2 || prep.nodes.emulated))
         warnings.push_back(
             "cache rank-shift on a single real node: restore reads another rank's files from the "
