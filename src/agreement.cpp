@@ -30,12 +30,14 @@ void install_stop_handlers() {
   // SIGUSR1/SIGUSR2: what `sbatch --signal=USR1@60` sends before the time limit (and mpirun
   // forwards); SIGHUP: a lost terminal or a batch system's hang-up. All stop like SIGTERM.
   for (int sig : {SIGINT, SIGTERM, SIGUSR1, SIGUSR2, SIGHUP}) sigaction(sig, &sa, nullptr);
-  // A write past `ulimit -f` then fails with EFBIG, reported with rank, file and offset, instead
-  // of SIGXFSZ killing the rank without a word.
-  struct sigaction ign {};
-  ign.sa_handler = SIG_IGN;
-  sigemptyset(&ign.sa_mask);
-  sigaction(SIGXFSZ, &ign, nullptr);
+}
+
+std::string bcast_string(std::string s, int root, MPI_Comm comm) {
+  int n = static_cast<int>(s.size());
+  MPI_Bcast(&n, 1, MPI_INT, root, comm);
+  s.resize(static_cast<size_t>(n));
+  MPI_Bcast(s.data(), n, MPI_CHAR, root, comm);
+  return s;
 }
 
 std::string hostname() {
@@ -95,11 +97,7 @@ void Agreement::operator()(Outcome mine, std::string msg, double phase_elapsed_s
   if (global[0] == 0) return;
   // Lowest failing rank broadcasts its message.
   int root = global[1];
-  int len = rank == root ? static_cast<int>(msg.size()) : 0;
-  MPI_Bcast(&len, 1, MPI_INT, root, comm);
-  std::string text(static_cast<size_t>(len), '\0');
-  if (rank == root) text = msg;
-  MPI_Bcast(text.data(), len, MPI_CHAR, root, comm);
+  const std::string text = bcast_string(rank == root ? msg : std::string(), root, comm);
   // The error kind is that of the failing root (config errors exit 2).
   int kind = rank == root ? static_cast<int>(mine) : 0;
   MPI_Bcast(&kind, 1, MPI_INT, root, comm);

@@ -300,6 +300,10 @@ PointConfig parse_point(const json& pj_in) {
 
 }  // namespace
 
+bool pads_to_align(const PointConfig& pc) {
+  return pc.direct || pc.transfer == TransferMode::stream;
+}
+
 PlanInput plan_input(const PointConfig& pc, const ModelDesc& model, const Parallelism& par,
                      uint64_t align, int real_world, std::vector<int> node_of_rank) {
   PlanInput in;
@@ -309,7 +313,7 @@ PlanInput plan_input(const PointConfig& pc, const ModelDesc& model, const Parall
   in.scale = pc.model.scale;
   in.layout = pc.layout;
   in.layout.align = align;
-  in.layout.pad_to_align = pc.direct || pc.transfer == TransferMode::stream;
+  in.layout.pad_to_align = pads_to_align(pc);
   in.real_world = real_world;
   in.node_of_rank = std::move(node_of_rank);
   return in;

@@ -13,7 +13,7 @@ std::string errno_text(int err) {
   const char* s = strerror_r(err, buf, sizeof buf);
   std::string t = std::string(s) + " (errno " + std::to_string(err) + ")";
   if (err == EFBIG) {
-    // With SIGXFSZ ignored (install_stop_handlers), a write past RLIMIT_FSIZE fails with EFBIG.
+    // With SIGXFSZ ignored (main, before MPI_Init), a write past RLIMIT_FSIZE fails with EFBIG.
     rlimit rl{};
     if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
       t += ": the file size limit (ulimit -f, RLIMIT_FSIZE) is " + std::to_string(rl.rlim_cur) +

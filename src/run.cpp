@@ -185,15 +185,6 @@ uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
-// rank's string on every rank of comm.
-std::string bcast_string(std::string s, int root, MPI_Comm comm) {
-  int n = static_cast<int>(s.size());
-  MPI_Bcast(&n, 1, MPI_INT, root, comm);
-  s.resize(static_cast<size_t>(n));
-  MPI_Bcast(s.data(), n, MPI_CHAR, root, comm);
-  return s;
-}
-
 // "/config/layout" -> "layout"; "/target" -> "target".
 std::string pointer_key(const std::string& ptr) {
   std::string k = ptr.rfind("/config/", 0) == 0 ? ptr.substr(8) : ptr.substr(ptr.empty() ? 0 : 1);
@@ -353,17 +344,13 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
   }
   // Share run_dir and fs facts.
   {
-    std::string blob = rank == 0 ? json{{"dir", run_dir},
-                                        {"fs", fsi.to_json()},
-                                        {"odirect", odirect_ok},
-                                        {"why", odirect_why}}
-                                       .dump()
-                                 : std::string();
-    int len = static_cast<int>(blob.size());
-    MPI_Bcast(&len, 1, MPI_INT, 0, comm);
-    blob.resize(static_cast<size_t>(len));
-    MPI_Bcast(blob.data(), len, MPI_CHAR, 0, comm);
-    json j = json::parse(blob);
+    json j = json::parse(bcast_string(rank == 0 ? json{{"dir", run_dir},
+                                                       {"fs", fsi.to_json()},
+                                                       {"odirect", odirect_ok},
+                                                       {"why", odirect_why}}
+                                                      .dump()
+                                                : std::string(),
+                                      0, comm));
     run_dir = j["dir"];
     fsi.type = j["fs"]["type"];
     fsi.dio_offset_align = j["fs"]["dio_offset_align"];
@@ -718,7 +705,7 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
             "segment limit and be split, which lowers bandwidth on some devices");
       pj["settings"] = {
           {"align", align},
-          {"pad_to_align", pc.direct || pc.transfer == TransferMode::stream},
+          {"pad_to_align", pads_to_align(pc)},
           {"transfer", transfer_mode_name(pc.transfer)},
           {"dio_offset_align", fsi.dio_offset_align},
           {"buffer_pool_bytes", pool.total_bytes()},

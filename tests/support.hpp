@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "ckptbench/agreement.hpp"
 #include "ckptbench/backend.hpp"
 #include "ckptbench/config.hpp"
 #include "ckptbench/error.hpp"
@@ -45,11 +46,7 @@ inline std::pair<uint64_t, uint64_t> world_min_max(uint64_t v) {
 
 // Rank 0's string on every rank.
 inline std::string bcast_from_root(std::string s) {
-  int n = static_cast<int>(s.size());
-  MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  s.resize(static_cast<size_t>(n));
-  MPI_Bcast(s.data(), n, MPI_CHAR, 0, MPI_COMM_WORLD);
-  return s;
+  return bcast_string(std::move(s), 0, MPI_COMM_WORLD);
 }
 
 inline std::string make_temp_dir(const std::string& prefix) {

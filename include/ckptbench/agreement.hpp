@@ -17,6 +17,9 @@ int stop_signal();
 
 std::string hostname();
 
+// Collective on comm: root's string on every rank (the others pass anything, e.g. "").
+std::string bcast_string(std::string s, int root, MPI_Comm comm);
+
 enum class Outcome { ok = 0, io = 1, config = 2, timeout = 3 };
 
 // Per-point deadline (monotonic seconds; 0 = none). Checked at every agreement (soft: the point

@@ -73,6 +73,10 @@ struct Preset {
 };
 const std::vector<Preset>& presets();
 
+// Whether a point's extent lengths are rounded up to `align`: O_DIRECT needs it, and a stream
+// (transfer "stream") must have no holes between the extents it serialises.
+bool pads_to_align(const PointConfig& pc);
+
 // The plan input of a point: its layout with the alignment in force, padding to it when `direct`
 // needs it or when `transfer: stream` serialises extents back to back (so runs have no holes).
 PlanInput plan_input(const PointConfig& pc, const ModelDesc& model, const Parallelism& par,

@@ -35,7 +35,8 @@ inline constexpr const char* kFaultEnv = "CKPT_FAULT_INJECT";
 void agree_on_config(MPI_Comm comm, const std::string& parse_error, const nlohmann::json& identity);
 
 // Installs SIGINT/SIGTERM/SIGUSR1/SIGUSR2/SIGHUP handlers that ask the run to stop at the next
-// phase boundary, and ignores SIGXFSZ (a write past `ulimit -f` then fails with EFBIG).
+// phase boundary. (SIGXFSZ is ignored by main before MPI_Init, so that a write past `ulimit -f`
+// fails with EFBIG instead.)
 void install_stop_handlers();
 
 struct RunResult {
