@@ -1,7 +1,6 @@
 #include "ckptbench/backend.hpp"
 
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,13 +10,6 @@
 #include "ckptbench/fs.hpp"
 
 namespace ckpt {
-
-size_t fd_budget() {
-  rlimit rl{};
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 256;
-  const rlim_t cur = rl.rlim_cur;
-  return cur > 128 ? static_cast<size_t>(std::min<rlim_t>(cur - 64, rlim_t{1} << 20)) : 64;
-}
 
 int open_plan_file(const PhaseContext& ctx, const FileSpec& f, int flags, const char* what) {
   DirFd tmp;
@@ -32,39 +24,22 @@ int open_plan_file(const PhaseContext& ctx, const FileSpec& f, int flags, const 
   return fd;
 }
 
-bool preallocate_file(int fd, uint64_t size, const std::string& path) {
-  if (size == 0) return true;
-  int rc;
-  do {
-    rc = ::fallocate(fd, 0, 0, static_cast<off_t>(size));
-  } while (rc != 0 && errno == EINTR);
-  if (rc == 0) return true;
-  if (errno == EOPNOTSUPP || errno == ENOSYS) return false;
-  throw_errno("fallocate " + std::to_string(size) + " bytes for '" + path + "'", errno);
+int plan_file_flags(const PhaseContext& ctx) {
+  int fl = ctx.phase == Phase::save ? O_WRONLY : O_RDONLY;
+  if (ctx.cfg->direct) fl |= O_DIRECT;
+  return fl;
 }
 
-void check_file_size(uint64_t size, const FileSpec& f, const std::string& path) {
-  uint64_t need = 0;
-  for (const auto& e : f.extents) need = std::max(need, e.offset + e.length);
-  if (size < need)
-    throw IoError("file '" + path + "' is " + std::to_string(size) + " bytes, the plan needs " +
-                  std::to_string(need) + " (truncated or written by a different plan)");
+void Backend::submit(size_t, unsigned, uint64_t, uint64_t, std::byte*) {
+  throw IoError("backend: submit on a whole-file transport (internal error)");
 }
 
-void describe_preallocation(nlohmann::json& j, bool requested, uint64_t unsupported_files) {
-  j["preallocate"] = requested ? "fallocate" : "off";
-  if (unsupported_files > 0) j["preallocate_unsupported_files"] = unsupported_files;
+void Backend::reap(std::vector<unsigned>&) {
+  throw IoError("backend: reap on a whole-file transport (internal error)");
 }
 
-void syncfs_dir(PhaseContext& ctx) {
-  auto t = ctx.rec->time(Step::sync);
-  int dfd = ::open(ctx.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) throw_errno("open '" + ctx.dir + "' for syncfs", errno);
-  int rc = ::syncfs(dfd);
-  int err = errno;
-  ::close(dfd);
-  if (rc != 0) throw_errno("syncfs '" + ctx.dir + "'", err);
-  ctx.rec->sync_op();
+void Backend::transfer_file(PhaseContext&, size_t) {
+  throw IoError("backend: transfer_file on a streaming transport (internal error)");
 }
 
 const std::vector<BackendFactory>& backend_registry() {

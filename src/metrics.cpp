@@ -86,6 +86,28 @@ const char* step_name(Step s) {
   return "?";
 }
 
+const char* counter_name(Counter c) {
+  switch (c) {
+    case Counter::submit_calls:
+      return "submit_calls";
+    case Counter::short_transfers:
+      return "short_transfers";
+    case Counter::retries:
+      return "retries";
+    case Counter::max_in_flight:
+      return "max_in_flight";
+    case Counter::files_created:
+      return "files_created";
+    case Counter::preallocate_unsupported:
+      return "preallocate_unsupported";
+    case Counter::collective_empty_calls:
+      return "collective_empty_calls";
+    case Counter::syncfs_calls:
+      return "syncfs_calls";
+  }
+  return "?";
+}
+
 nlohmann::json MinMeanMax::to_json() const { return {{"min", min}, {"mean", mean}, {"max", max}}; }
 
 double PhaseResult::bandwidth_GiBps() const {
@@ -116,13 +138,18 @@ PhaseResult reduce_phase(const PhaseRecorder& r, MPI_Comm comm) {
   PhaseResult out;
   int n = 1;
   MPI_Comm_size(comm, &n);
-  uint64_t local[4] = {r.bytes(), r.ops(), r.files(), r.meta_ops()};
-  uint64_t sum[4];
-  MPI_Allreduce(local, sum, 4, MPI_UINT64_T, MPI_SUM, comm);
+  uint64_t local[5 + kCounters] = {r.bytes(), r.ops(), r.files(), r.meta_ops(), r.sync_ops()};
+  for (int c = 0; c < kCounters; c++) local[5 + c] = r.counter(static_cast<Counter>(c));
+  uint64_t sum[5 + kCounters], cmin[kCounters], cmax[kCounters];
+  MPI_Allreduce(local, sum, 5 + kCounters, MPI_UINT64_T, MPI_SUM, comm);
+  MPI_Allreduce(local + 5, cmin, kCounters, MPI_UINT64_T, MPI_MIN, comm);
+  MPI_Allreduce(local + 5, cmax, kCounters, MPI_UINT64_T, MPI_MAX, comm);
   out.bytes = sum[0];
   out.ops = sum[1];
   out.files = sum[2];
   out.meta_ops = sum[3];
+  out.sync_ops = sum[4];
+  for (int c = 0; c < kCounters; c++) out.counters[c] = {sum[5 + c], cmin[c], cmax[c]};
   double t = r.end_s - r.start_s;
   out.rank_time_s = reduce_mmm(t, comm);
   out.elapsed_s = out.rank_time_s.max;
@@ -179,6 +206,12 @@ nlohmann::json PhaseResult::to_json() const {
   lat["p999_us"] = us(hist.percentile_ns(0.999));
   lat["max_us"] = us(hist.max_ns());
   j["latency"] = lat;
+  j["sync_ops"] = sync_ops;
+  nlohmann::json cj = nlohmann::json::object();
+  for (int c = 0; c < kCounters; c++)
+    cj[counter_name(static_cast<Counter>(c))] = {
+        {"sum", counters[c].sum}, {"min", counters[c].min}, {"max", counters[c].max}};
+  j["counters"] = cj;
   j["rank_times_s"] = rank_times_s;
   return j;
 }

@@ -2,6 +2,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -54,16 +55,76 @@ struct PhaseContext {
   // phase; backends only honour cfg->direct.
 };
 
+// What a transport can do; the phase driver (driver.cpp) adapts to it.
+struct TransportCaps {
+  // Transfers the transport keeps in flight at most (1: each submit completes before it returns).
+  unsigned depth = 1;
+  // The transport moves a whole file's bytes in one call (transfer_file): collective MPI-IO, and
+  // HDF5's dataset writes. Timing, open, sync and close still go through the driver.
+  bool whole_file = false;
+  // Opening, syncing and closing a file are collective over its writers (MPI_File_open, H5Fcreate
+  // ...): the driver takes files strictly one after another in file-id order, so every rank makes
+  // these calls in the same order (transfers in flight never span two files).
+  bool collective_files = false;
+  // The driver preallocates the files it creates (fallocate(2), when the point asks); false: the
+  // library lays the file out itself (HDF5 truncates it and allocates each dataset).
+  bool preallocate = true;
+  // The plan's offsets are file offsets: a restore checks each file's size against the plan.
+  bool plan_offsets = true;
+  // Files open at once at most, below the descriptor budget (HDF5 keeps a metadata cache each).
+  size_t max_open = SIZE_MAX;
+};
+
+// A backend is a transport under the phase driver, in the spirit of fio's ioengine ops: the driver
+// (src/driver.cpp) owns the file order, creation (exclusive, no link followed) and preallocation,
+// the shared-file barrier, the truncation check, the transfer stream and queue-depth bookkeeping,
+// the sync policy with the descriptor budget, and step timing; a transport opens, moves bytes,
+// syncs and closes. File i is ctx.io->files[i]; `slot` is the index of a ctx.pool buffer.
+// Transports count their own calls in ctx.rec (Counter::submit_calls, short_transfers, retries;
+// metadata() for each open/close they make).
 class Backend {
  public:
   virtual ~Backend() = default;
-  // Runs one whole phase for this rank: open/create (creators first; if plan->any_shared, a
-  // barrier on comm before the others open), every transfer of every file (TransferCursor with
-  // cfg->block_size and cfg->transfer), sync per cfg->sync, close.
-  // Records step times, ops and latencies in ctx.rec. Throws IoError on failure naming file,
-  // offset, length and errno text.
-  virtual void run(PhaseContext& ctx) = 0;
-  // Effective settings for the report (flags the kernel accepted, hints the library returned...).
+  // Runs one whole phase of this rank (the driver with this transport). Throws IoError naming
+  // the file, offset, length and errno text.
+  void run(PhaseContext& ctx);
+
+  virtual TransportCaps caps(const PhaseContext& ctx) const = 0;
+  // Per-phase set-up (registered buffers, communicators, library state); end() runs after the
+  // phase, also after an error.
+  virtual void begin(PhaseContext& ctx) = 0;
+  virtual void end(PhaseContext& ctx) noexcept = 0;
+  // Opens file i. created_fd >= 0: the driver has just created it (O_WRONLY|O_CREAT, O_DIRECT
+  // with `direct`) and preallocated it; the transport owns that descriptor (keeps it, or closes
+  // it and opens the file through its library). -1: opens the existing file for ctx.phase.
+  virtual void open(PhaseContext& ctx, size_t i, int created_fd) = 0;
+  // Size of open file i in bytes (asked when caps().plan_offsets, before a restore reads it).
+  virtual uint64_t size(size_t i) = 0;
+  // Queues one transfer of len bytes at offset of file i from/into data (inside buffer slot).
+  virtual void submit(size_t i, unsigned slot, uint64_t offset, uint64_t len, std::byte* data);
+  // Hands queued transfers to the kernel or library now, without waiting (before the driver
+  // blocks in an open, a sync or an MPI receive).
+  virtual void flush() {}
+  // Waits until at least one queued transfer completed in full (short ones are resumed and
+  // EINTR/EAGAIN retried inside) and appends the slots of all that completed.
+  virtual void reap(std::vector<unsigned>& done);
+  // After an error: waits for every transfer in flight (the kernel must not touch a buffer after
+  // the phase ends).
+  virtual void drain() noexcept {}
+  // whole_file transports: every transfer of file i, producing and consuming through ctx.data and
+  // recording each with ctx.rec->op.
+  virtual void transfer_file(PhaseContext& ctx, size_t i);
+  virtual void sync(size_t i) = 0;
+  // sync of several files at the end of a phase (io_uring issues them all at once).
+  virtual void sync_all(const std::vector<size_t>& files) {
+    for (size_t i : files) sync(i);
+  }
+  virtual void close(size_t i) = 0;
+  // After an error: lets go of what is still open without syncing; a transport whose close is
+  // collective may leave the handles to MPI_Finalize rather than risk a hang.
+  virtual void abandon() noexcept {}
+  // Effective settings for the report (flags the kernel accepted, hints the library returned...);
+  // what was counted is per phase, in ctx.rec.
   virtual nlohmann::json describe() const = 0;
 };
 
@@ -95,23 +156,8 @@ size_t fd_budget();
 // outside the directory; `flags` with O_CREAT creates exclusively). Throws IoError naming the path
 // and, for a planted entry, what happened. What = "create" / "open" for the message.
 int open_plan_file(const PhaseContext& ctx, const FileSpec& f, int flags, const char* what);
-// Preallocation of a file this rank just created, the same for every backend: fallocate(2)
-// (mode 0) of its final size. Returns false when the file system does not support it (EOPNOTSUPP,
-// ENOSYS): nothing is emulated (glibc's posix_fallocate would write every block inside the timed
-// open) and the backend reports the file in `preallocate_unsupported_files`. Throws IoError naming
-// the file for real failures (ENOSPC, EFBIG, EIO).
-bool preallocate_file(int fd, uint64_t size, const std::string& path);
-// Before a restore reads a file: its size must cover every extent of f this rank reads. Throws
-// IoError naming the file, its size and what the plan needs ("truncated or written by a different
-// plan").
-void check_file_size(uint64_t size, const FileSpec& f, const std::string& path);
-// What a backend says about preallocation in describe(): "fallocate" / "off", plus the count of
-// files the file system refused.
-void describe_preallocation(nlohmann::json& j, bool requested, uint64_t unsupported_files);
-
-// The one-call end sync of a phase that cannot keep its files open: syncfs(2) on ctx.dir, timed as
-// the sync step and counted as one sync op. Throws IoError naming the directory.
-void syncfs_dir(PhaseContext& ctx);
+// The open(2) flags for file f in this phase: O_WRONLY (save) or O_RDONLY, O_DIRECT with `direct`.
+int plan_file_flags(const PhaseContext& ctx);
 
 const std::vector<BackendFactory>& backend_registry();
 // Throws ConfigError listing the known backends.

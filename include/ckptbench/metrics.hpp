@@ -46,6 +46,21 @@ enum class Step { open = 0, io = 1, sync = 2, close = 3 };
 inline constexpr int kSteps = 4;
 const char* step_name(Step s);
 
+// Per-phase counters with one meaning for every backend (docs/metrics.md, "counters"); reduced
+// across ranks as sum / min / max.
+enum class Counter {
+  submit_calls = 0,             // calls that handed transfers to the kernel or the I/O library
+  short_transfers = 1,          // transfers completed in part and resumed for the rest
+  retries = 2,                  // transfers or calls repeated after EINTR / EAGAIN
+  max_in_flight = 3,            // most transfers in flight at once (a maximum, not a sum)
+  files_created = 4,            // files this rank created (exclusively)
+  preallocate_unsupported = 5,  // created files whose fallocate(2) the file system refused
+  collective_empty_calls = 6,   // zero-length collective calls joining the other ranks
+  syncfs_calls = 7,             // syncfs(2) calls instead of one sync per file (descriptor budget)
+};
+inline constexpr int kCounters = 8;
+const char* counter_name(Counter c);
+
 // What one rank records during a phase. Backends call these; run.cpp owns the phase clock.
 class PhaseRecorder {
  public:
@@ -76,6 +91,12 @@ class PhaseRecorder {
   void metadata(uint64_t n = 1) { meta_ops_ += n; }
   void file_done(uint64_t n = 1) { files_ += n; }
   void sync_op(uint64_t n = 1) { sync_ops_ += n; }
+  void count(Counter c, uint64_t n = 1) { counters_[static_cast<int>(c)] += n; }
+  void count_max(Counter c, uint64_t v) {
+    auto& x = counters_[static_cast<int>(c)];
+    if (v > x) x = v;
+  }
+  uint64_t counter(Counter c) const { return counters_[static_cast<int>(c)]; }
 
   double step_s(Step s) const { return step_s_[static_cast<int>(s)]; }
   uint64_t ops() const { return ops_; }
@@ -104,6 +125,7 @@ class PhaseRecorder {
     uint64_t load(std::memory_order m) const { return v.load(m); }
   };
   uint64_t ops_ = 0, meta_ops_ = 0, files_ = 0, sync_ops_ = 0;
+  std::array<uint64_t, kCounters> counters_{};
   RelaxedCounter bytes_;
   LatencyHistogram hist_;
 };
@@ -114,8 +136,13 @@ struct MinMeanMax {
 };
 
 // A phase reduced across all ranks (collective over comm; the result is valid on every rank).
+struct CounterRange {
+  uint64_t sum = 0, min = 0, max = 0;
+};
+
 struct PhaseResult {
-  uint64_t bytes = 0, ops = 0, files = 0, meta_ops = 0;
+  uint64_t bytes = 0, ops = 0, files = 0, meta_ops = 0, sync_ops = 0;
+  std::array<CounterRange, kCounters> counters;  // across ranks
   double elapsed_s = 0;    // max over ranks of (end - start), starts aligned by a barrier
   MinMeanMax rank_time_s;  // per-rank (end - start)
   std::array<MinMeanMax, kSteps> steps;

@@ -15,6 +15,7 @@
 
 #include "ckptbench/backend.hpp"
 #include "ckptbench/backends/mpiio.hpp"
+#include "ckptbench/driver.hpp"
 #include "ckptbench/error.hpp"
 #include "ckptbench/jsonread.hpp"
 
@@ -341,54 +342,75 @@ class Hdf5Backend final : public Backend {
  public:
   explicit Hdf5Backend(const PointConfig& cfg) : cfg_(cfg), opt_(hdf5::parse_options(cfg)) {}
 
-  void run(PhaseContext& ctx) override {
+  TransportCaps caps(const PhaseContext&) const override {
+    TransportCaps c;
+    c.whole_file = true;        // one H5Dwrite/H5Dread per dataset piece
+    c.collective_files = true;  // H5Fcreate / H5Fflush / H5Fclose are collective
+    c.preallocate = false;      // H5Fcreate truncates; datasets are allocated at creation
+    c.plan_offsets = false;     // HDF5 places the data: datasets are checked instead
+    c.max_open = 256;           // each open file holds a metadata cache
+    return c;
+  }
+
+  void begin(PhaseContext& ctx) override {
     if (!ctx.model) throw IoError("backend hdf5 needs the model (PhaseContext::model is null)");
+    ctx_ = &ctx;
     save_ = ctx.phase == Phase::save;
     // Counters describe the last phase run (datasets: the last save).
     skipped_index_ = 0;
     if (save_) datasets_ = 0;
     // Errors are collected from the stack into the IoError message, not printed.
-    H5E_auto2_t old_fn = nullptr;
-    void* old_data = nullptr;
-    H5Eget_auto2(H5E_DEFAULT, &old_fn, &old_data);
+    H5Eget_auto2(H5E_DEFAULT, &old_err_fn_, &old_err_data_);
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-    struct Restore {
-      H5E_auto2_t fn;
-      void* data;
-      ~Restore() { H5Eset_auto2(H5E_DEFAULT, fn, data); }
-    } restore_auto{old_fn, old_data};
-
-    mpiio::Info info(opt_.hints);
-    mpiio::FileComms comms(ctx.comm, ctx.io->rank);
+    info_ = std::make_unique<mpiio::Info>(opt_.hints);
+    comms_ = std::make_unique<mpiio::FileComms>(ctx.comm, ctx.io->rank);
+    files_.assign(ctx.io->files.size(), File{});
     dxpl_ = Hid(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
     h5check(H5Pset_dxpl_mpio(dxpl_.get(),
                              opt_.collective ? H5FD_MPIO_COLLECTIVE : H5FD_MPIO_INDEPENDENT),
             "H5Pset_dxpl_mpio");
-    const bool end_sync = save_ && cfg_.sync == SyncPolicy::end;
-    const size_t budget = std::min<size_t>(fd_budget(), 256);  // each open file holds a cache
-    size_t private_kept = 0;
-    bool overflow = false;
-    std::vector<File> kept;
-    for (const FileSpec* f : mpiio::files_in_order(ctx.io->files)) {
-      File file = open_file(ctx, comms, info, *f);
-      transfer_file(ctx, file);
-      if (save_ && cfg_.sync == SyncPolicy::file) flush_file(ctx, file);
-      if (end_sync) {
-        if (f->shared || private_kept < budget) {
-          if (!f->shared) private_kept++;
-          kept.push_back(std::move(file));
-          continue;
-        }
-        overflow = true;
-      }
-      close_file(ctx, file);
-    }
-    for (auto& file : kept) flush_file(ctx, file);
-    for (auto& file : kept) close_file(ctx, file);
-    if (overflow) syncfs_dir(ctx);
-    end_sync_method_ =
-        overflow ? "H5Fflush (MPI_File_sync), then syncfs past the open-file budget" : "H5Fflush";
+  }
+
+  void end(PhaseContext&) noexcept override {
     dxpl_.reset();
+    comms_.reset();
+    info_.reset();
+    H5Eset_auto2(H5E_DEFAULT, old_err_fn_, old_err_data_);
+    ctx_ = nullptr;
+  }
+
+  uint64_t size(size_t) override { return 0; }
+
+  void transfer_file(PhaseContext& ctx, size_t i) override { transfer(ctx, files_[i]); }
+
+  void sync(size_t i) override {
+    if (H5Fflush(files_[i].fid, H5F_SCOPE_GLOBAL) < 0)
+      throw_h5("H5Fflush '" + files_[i].path + "'");
+  }
+
+  void close(size_t i) override {
+    File& file = files_[i];
+    for (auto& d : file.dsets) {
+      if (d.id < 0) continue;
+      if (H5Dclose(d.id) < 0) throw_h5("H5Dclose '" + d.path + "' in '" + file.path + "'");
+      d.id = -1;
+      ctx_->rec->metadata();
+    }
+    if (H5Fclose(file.fid) < 0) throw_h5("H5Fclose '" + file.path + "'");
+    file.fid = -1;
+    ctx_->rec->metadata();
+  }
+
+  // Files private to this rank are closed; a shared file's close is collective and could hang
+  // while the other writers are not failing, so it is left to the library's shutdown.
+  void abandon() noexcept override {
+    for (auto& file : files_) {
+      if (file.fid < 0 || file.comm != MPI_COMM_SELF) continue;
+      for (auto& d : file.dsets)
+        if (d.id >= 0) H5Dclose(d.id);
+      H5Fclose(file.fid);
+      file.fid = -1;
+    }
   }
 
   nlohmann::json describe() const override {
@@ -423,7 +445,7 @@ class Hdf5Backend final : public Backend {
     j["datasets"] = datasets_;
     j["index_extents_skipped"] = skipped_index_;
     j["preallocate"] = "not applicable (HDF5 allocates each dataset at creation)";
-    j["end_sync_method"] = end_sync_method_;
+    j["sync_call"] = "H5Fflush (MPI_File_sync)";
     j["plan_offsets"] = "not used: HDF5 places datasets itself; file sizes differ from the plan";
     if (cfg_.layout.kind == LayoutKind::file_per_tensor)
       j["warnings"] = {
@@ -452,7 +474,12 @@ class Hdf5Backend final : public Backend {
   nlohmann::json hints_effective_ = nlohmann::json::object();
   std::string actual_io_mode_ = "none yet";
   nlohmann::json no_coll_cause_ = nlohmann::json::object();
-  std::string end_sync_method_ = "H5Fflush";
+  PhaseContext* ctx_ = nullptr;
+  H5E_auto2_t old_err_fn_ = nullptr;
+  void* old_err_data_ = nullptr;
+  std::unique_ptr<mpiio::Info> info_;
+  std::unique_ptr<mpiio::FileComms> comms_;
+  std::vector<File> files_;
 
   static DsetRec make_rec(const PhaseContext& ctx, const Extent& e) {
     if (e.vrank < 0 || static_cast<size_t>(e.vrank) >= ctx.plan->shards.size() || e.shard < 0 ||
@@ -583,21 +610,19 @@ class Hdf5Backend final : public Backend {
     H5Eclear2(H5E_DEFAULT);
   }
 
-  File open_file(PhaseContext& ctx, mpiio::FileComms& comms, const mpiio::Info& info,
-                 const FileSpec& f) {
-    File file;
+  // A file the driver created is closed and made again by H5Fcreate (which truncates the empty
+  // file this run made: HDF5 cannot be told to create exclusively without following a link).
+  void open(PhaseContext& ctx, size_t i, int created_fd) override {
+    const FileSpec& f = ctx.io->files[i];
+    File& file = files_[i];
     file.f = &f;
     file.path = ctx.dir + "/" + f.path;
-    file.comm = comms.get(f);
-    auto t = ctx.rec->time(Step::open);
+    if (created_fd >= 0 && ::close(created_fd) != 0)
+      throw_errno("close '" + file.path + "'", errno);
+    file.comm = comms_->get(f);
     file.dsets = datasets(ctx, file);
-    Hid fapl = make_fapl(ctx, file, info);
+    Hid fapl = make_fapl(ctx, file, *info_);
     if (save_) {
-      // The creating rank makes the file with POSIX first, exclusively and without following a
-      // link (HDF5 cannot be told); H5Fcreate then truncates the empty file this run made. The
-      // create precedes every writer's H5Fcreate of a shared file.
-      if (file.f->create) ::close(open_plan_file(ctx, f, O_WRONLY | O_CREAT, "create"));
-      if (file.comm != MPI_COMM_SELF) MPI_Barrier(file.comm);
       file.fid = H5Fcreate(file.path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get());
       if (file.fid < 0) throw_h5("H5Fcreate '" + file.path + "'");
     } else {
@@ -610,7 +635,6 @@ class Hdf5Backend final : public Backend {
       create_datasets(ctx, file);
     else
       open_datasets(ctx, file);
-    return file;
   }
 
   void create_datasets(PhaseContext& ctx, File& file) {
@@ -694,6 +718,8 @@ class Hdf5Backend final : public Backend {
       tr.extent = static_cast<uint32_t>(d.mine - file.f->extents.data());
     }
     std::byte* p = save_ && mine ? ctx.data->produce(*file.f, tr, buf) : buf.data;
+    ctx.rec->count(Counter::submit_calls);
+    if (!mine) ctx.rec->count(Counter::collective_empty_calls);
     uint64_t t0 = now_ns();
     herr_t rc = save_ ? H5Dwrite(d.id, mtype.get(), mspace.get(), fspace.get(), dxpl_.get(), p)
                       : H5Dread(d.id, mtype.get(), mspace.get(), fspace.get(), dxpl_.get(), p);
@@ -707,8 +733,7 @@ class Hdf5Backend final : public Backend {
 
   static uint64_t ops_of(uint64_t bytes, uint64_t bs) { return (bytes + bs - 1) / bs; }
 
-  void transfer_file(PhaseContext& ctx, File& file) {
-    double t0 = now_s();
+  void transfer(PhaseContext& ctx, File& file) {
     const uint64_t bs = cfg_.block_size;
     for (auto& d : file.dsets) {
       // Independent: only this rank's datasets. Collective: every rank calls H5Dwrite/H5Dread
@@ -739,27 +764,6 @@ class Hdf5Backend final : public Backend {
     } else if (!opt_.collective) {
       actual_io_mode_ = "independent";
     }
-    ctx.rec->add_time(Step::io, now_s() - t0);
-  }
-
-  void flush_file(PhaseContext& ctx, File& file) {
-    auto t = ctx.rec->time(Step::sync);
-    if (H5Fflush(file.fid, H5F_SCOPE_GLOBAL) < 0) throw_h5("H5Fflush '" + file.path + "'");
-    ctx.rec->sync_op();
-  }
-
-  void close_file(PhaseContext& ctx, File& file) {
-    auto t = ctx.rec->time(Step::close);
-    for (auto& d : file.dsets) {
-      if (d.id < 0) continue;
-      if (H5Dclose(d.id) < 0) throw_h5("H5Dclose '" + d.path + "' in '" + file.path + "'");
-      d.id = -1;
-      ctx.rec->metadata();
-    }
-    if (H5Fclose(file.fid) < 0) throw_h5("H5Fclose '" + file.path + "'");
-    file.fid = -1;
-    ctx.rec->metadata();
-    ctx.rec->file_done();
   }
 };
 

@@ -11,8 +11,11 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <deque>
+#include <memory>
 
 #include "ckptbench/backend.hpp"
+#include "ckptbench/driver.hpp"
 #include "ckptbench/error.hpp"
 #include "ckptbench/jsonread.hpp"
 
@@ -170,15 +173,6 @@ MPI_Comm FileComms::get(const FileSpec& f) {
   return c;
 }
 
-std::vector<const FileSpec*> files_in_order(const std::vector<FileSpec>& files) {
-  std::vector<const FileSpec*> v;
-  v.reserve(files.size());
-  for (const auto& f : files) v.push_back(&f);
-  std::stable_sort(v.begin(), v.end(),
-                   [](const FileSpec* a, const FileSpec* b) { return a->id < b->id; });
-  return v;
-}
-
 std::string library_version() {
   char buf[MPI_MAX_LIBRARY_VERSION_STRING + 1] = {};
   int len = 0;
@@ -204,40 +198,165 @@ class MpiioBackend final : public Backend {
  public:
   explicit MpiioBackend(const PointConfig& cfg) : cfg_(cfg), opt_(mpiio::parse_options(cfg)) {}
 
-  void run(PhaseContext& ctx) override {
+  TransportCaps caps(const PhaseContext& ctx) const override {
+    TransportCaps c;
+    c.depth = opt_.collective ? 1u : depth_of(ctx);
+    c.whole_file = opt_.collective;
+    c.collective_files = true;  // MPI_File_open / sync / close are collective
+    return c;
+  }
+
+  void begin(PhaseContext& ctx) override {
+    ctx_ = &ctx;
     save_ = ctx.phase == Phase::save;
-    empty_calls_ = 0;  // counters describe the last phase run
-    depth_ = std::max<size_t>(
-        1, std::min<size_t>(static_cast<size_t>(cfg_.queue_depth), ctx.pool->count()));
-    if (opt_.collective) depth_ = 1;
-    mpiio::Info info(opt_.hints);
-    mpiio::FileComms comms(ctx.comm, ctx.io->rank);
-    const bool end_sync = save_ && cfg_.sync == SyncPolicy::end;
-    const size_t budget = fd_budget();
-    size_t private_kept = 0;
-    bool overflow = false;
-    std::vector<Open> kept;
-    for (const FileSpec* f : mpiio::files_in_order(ctx.io->files)) {
-      Open o = open_file(ctx, comms, info, *f);
-      transfer_file(ctx, o);
-      if (save_ && cfg_.sync == SyncPolicy::file) sync_file(ctx, o);
-      if (end_sync) {
-        // Shared files stay open until the end on every writer (their sync is collective);
-        // private ones while they fit the descriptor budget, past it one syncfs at the end.
-        if (f->shared || private_kept < budget) {
-          if (!f->shared) private_kept++;
-          kept.push_back(o);
-          continue;
-        }
-        overflow = true;
-      }
-      close_file(ctx, o);
+    depth_ = opt_.collective ? 1 : depth_of(ctx);
+    info_ = std::make_unique<mpiio::Info>(opt_.hints);
+    comms_ = std::make_unique<mpiio::FileComms>(ctx.comm, ctx.io->rank);
+    files_.assign(ctx.io->files.size(), Open{});
+    pending_.clear();
+    done_.clear();
+  }
+
+  void end(PhaseContext&) noexcept override {
+    comms_.reset();
+    info_.reset();
+    ctx_ = nullptr;
+  }
+
+  // A file the driver created is closed and opened again through MPI-IO (which cannot be told to
+  // create exclusively without following a link); the creator's create precedes every writer's
+  // open (the driver's barrier for shared plans).
+  void open(PhaseContext& ctx, size_t i, int created_fd) override {
+    const FileSpec& f = ctx.io->files[i];
+    Open& o = files_[i];
+    o.path = ctx.dir + "/" + f.path;
+    if (created_fd >= 0 && ::close(created_fd) != 0) throw_errno("close '" + o.path + "'", errno);
+    o.comm = comms_->get(f);
+    int amode = save_ ? MPI_MODE_WRONLY : MPI_MODE_RDONLY;
+    int rc = MPI_File_open(o.comm, o.path.c_str(), amode, info_->get(), &o.fh);
+    if (rc != MPI_SUCCESS)
+      throw_mpi(std::string("MPI_File_open '") + o.path + "' (" + (save_ ? "write" : "read") + ")",
+                rc);
+    ctx.rec->metadata();
+    if (hints_effective_.empty()) hints_effective_ = mpiio::file_hints(o.fh);
+  }
+
+  uint64_t size(size_t i) override {
+    MPI_Offset size = 0;
+    int rc = MPI_File_get_size(files_[i].fh, &size);
+    if (rc != MPI_SUCCESS) throw_mpi("MPI_File_get_size '" + files_[i].path + "'", rc);
+    return static_cast<uint64_t>(size);
+  }
+
+  // depth 1: MPI_File_write_at / read_at, complete on return. Deeper: MPI_File_iwrite_at /
+  // iread_at, completed in submission order.
+  void submit(size_t i, unsigned slot, uint64_t off, uint64_t len, std::byte* data) override {
+    Open& o = files_[i];
+    ctx_->rec->count(Counter::submit_calls);
+    const auto moff = static_cast<MPI_Offset>(off);
+    const int n = static_cast<int>(len);
+    if (depth_ == 1) {
+      MPI_Status st;
+      int rc = save_ ? MPI_File_write_at(o.fh, moff, data, n, MPI_BYTE, &st)
+                     : MPI_File_read_at(o.fh, moff, data, n, MPI_BYTE, &st);
+      check(o, rc, st, save_ ? "MPI_File_write_at" : "MPI_File_read_at", off, len);
+      done_.push_back(slot);
+      return;
     }
-    for (auto& o : kept) sync_file(ctx, o);
-    for (auto& o : kept) close_file(ctx, o);
-    if (overflow) syncfs_dir(ctx);
-    end_sync_method_ =
-        overflow ? "MPI_File_sync, then syncfs past the descriptor budget" : "MPI_File_sync";
+    Pending p{MPI_REQUEST_NULL, i, slot, off, len};
+    int rc = save_ ? MPI_File_iwrite_at(o.fh, moff, data, n, MPI_BYTE, &p.req)
+                   : MPI_File_iread_at(o.fh, moff, data, n, MPI_BYTE, &p.req);
+    if (rc != MPI_SUCCESS)
+      throw_mpi(std::string(save_ ? "MPI_File_iwrite_at " : "MPI_File_iread_at ") +
+                    where(o.path, off, len),
+                rc);
+    pending_.push_back(p);
+  }
+
+  void reap(std::vector<unsigned>& done) override {
+    if (depth_ == 1) {
+      done.insert(done.end(), done_.begin(), done_.end());
+      done_.clear();
+      return;
+    }
+    // The oldest, then whichever of the next ones are complete already.
+    bool first = true;
+    while (!pending_.empty()) {
+      Pending& p = pending_.front();
+      MPI_Status st;
+      int rc;
+      if (first) {
+        rc = MPI_Wait(&p.req, &st);
+        first = false;
+      } else {
+        int flag = 0;
+        rc = MPI_Test(&p.req, &flag, &st);
+        if (rc == MPI_SUCCESS && !flag) break;
+      }
+      const Pending q = p;
+      pending_.pop_front();
+      check(files_[q.file], rc, st, save_ ? "MPI_File_iwrite_at" : "MPI_File_iread_at", q.off,
+            q.len);
+      done.push_back(q.slot);
+    }
+  }
+
+  void drain() noexcept override {
+    for (auto& p : pending_) MPI_Wait(&p.req, MPI_STATUS_IGNORE);
+    pending_.clear();
+  }
+
+  // Collective: every rank of the file's communicator makes the same number of *_at_all calls:
+  // the most any of them needs; a rank with nothing left joins with a zero-length transfer.
+  void transfer_file(PhaseContext& ctx, size_t i) override {
+    Open& o = files_[i];
+    const FileSpec& f = ctx.io->files[i];
+    Buffer& buf = ctx.pool->at(0);
+    const char* call = save_ ? "MPI_File_write_at_all" : "MPI_File_read_at_all";
+    uint64_t mine = 0;
+    for_each_transfer(f, cfg_.block_size, cfg_.transfer, [&](const Transfer&) { mine++; });
+    uint64_t calls = mine;
+    if (o.comm != MPI_COMM_SELF) MPI_Allreduce(&mine, &calls, 1, MPI_UINT64_T, MPI_MAX, o.comm);
+    for_each_transfer(f, cfg_.block_size, cfg_.transfer, [&](const Transfer& tr) {
+      MPI_Status st;
+      std::byte* p = save_ ? ctx.data->produce(f, tr, buf) : buf.data;
+      const auto off = static_cast<MPI_Offset>(tr.offset);
+      const int n = static_cast<int>(tr.len);
+      uint64_t t = now_ns();
+      ctx.rec->count(Counter::submit_calls);
+      int rc = save_ ? MPI_File_write_at_all(o.fh, off, p, n, MPI_BYTE, &st)
+                     : MPI_File_read_at_all(o.fh, off, p, n, MPI_BYTE, &st);
+      check(o, rc, st, call, tr.offset, tr.len);
+      ctx.rec->op(tr.len, now_ns() - t);
+      if (!save_) ctx.data->consume(f, tr, buf);
+    });
+    for (uint64_t k = mine; k < calls; k++) {
+      MPI_Status st;
+      ctx.rec->count(Counter::submit_calls);
+      int rc = save_ ? MPI_File_write_at_all(o.fh, 0, buf.data, 0, MPI_BYTE, &st)
+                     : MPI_File_read_at_all(o.fh, 0, buf.data, 0, MPI_BYTE, &st);
+      if (rc != MPI_SUCCESS)
+        throw_mpi(std::string(call) + " (empty, joining the others) '" + o.path + "'", rc);
+      ctx.rec->count(Counter::collective_empty_calls);
+    }
+  }
+
+  void sync(size_t i) override {
+    int rc = MPI_File_sync(files_[i].fh);
+    if (rc != MPI_SUCCESS) throw_mpi("MPI_File_sync '" + files_[i].path + "'", rc);
+  }
+
+  void close(size_t i) override {
+    int rc = MPI_File_close(&files_[i].fh);
+    if (rc != MPI_SUCCESS) throw_mpi("MPI_File_close '" + files_[i].path + "'", rc);
+    ctx_->rec->metadata();
+  }
+
+  // Files private to this rank are closed; a shared file's close is collective and could hang
+  // while the other writers are not failing, so its handle is left to MPI_Finalize.
+  void abandon() noexcept override {
+    for (auto& o : files_)
+      if (o.fh != MPI_FILE_NULL && o.comm == MPI_COMM_SELF) MPI_File_close(&o.fh);
   }
 
   nlohmann::json describe() const override {
@@ -255,69 +374,29 @@ class MpiioBackend final : public Backend {
     j["hints_requested"] = req;
     j["hints_effective"] = hints_effective_;
     j["shared_file_comm"] = "MPI_Comm_create_group over the file's writers";
-    describe_preallocation(j, cfg_.preallocate, prealloc_unsupported_);
     if (cfg_.preallocate) j["preallocate_by"] = "the creating rank, before MPI_File_open";
     j["o_direct"] = false;
-    j["end_sync_method"] = end_sync_method_;
-    j["collective_empty_calls"] = empty_calls_;
+    j["sync_call"] = "MPI_File_sync";
     return j;
   }
 
  private:
   struct Open {
-    const FileSpec* f = nullptr;
     MPI_File fh = MPI_FILE_NULL;
     MPI_Comm comm = MPI_COMM_SELF;
     std::string path;
   };
+  struct Pending {
+    MPI_Request req = MPI_REQUEST_NULL;
+    size_t file = 0;
+    unsigned slot = 0;
+    uint64_t off = 0, len = 0;
+  };
 
-  PointConfig cfg_;
-  mpiio::Options opt_;
-  bool save_ = true;
-  size_t depth_ = 1;
-  nlohmann::json hints_effective_ = nlohmann::json::object();
-  std::string end_sync_method_ = "MPI_File_sync";
-  uint64_t empty_calls_ = 0;
-  uint64_t prealloc_unsupported_ = 0;
-
-  Open open_file(PhaseContext& ctx, mpiio::FileComms& comms, const mpiio::Info& info,
-                 const FileSpec& f) {
-    Open o;
-    o.f = &f;
-    o.path = ctx.dir + "/" + f.path;
-    o.comm = comms.get(f);
-    auto t = ctx.rec->time(Step::open);
-    if (save_ && f.create) {
-      // Create it with POSIX first - exclusively and without following a link, which MPI-IO
-      // cannot be told - and preallocate like the posix backend, so the two compare on the same
-      // allocation; MPI_File_preallocate would write the whole file on ext4 (ROMIO and OMPIO
-      // emulate it with writes). MPI_File_open below then opens the file this run made.
-      int fd = open_plan_file(ctx, f, O_WRONLY | O_CREAT, "create");
-      try {
-        if (cfg_.preallocate && !preallocate_file(fd, f.size, o.path)) prealloc_unsupported_++;
-      } catch (...) {
-        ::close(fd);
-        throw;
-      }
-      ::close(fd);
-      ctx.rec->metadata();
-    }
-    // The creator's create must precede every writer's open of a shared file.
-    if (save_ && o.comm != MPI_COMM_SELF) MPI_Barrier(o.comm);
-    int amode = save_ ? MPI_MODE_WRONLY : MPI_MODE_RDONLY;
-    int rc = MPI_File_open(o.comm, o.path.c_str(), amode, info.get(), &o.fh);
-    if (rc != MPI_SUCCESS)
-      throw_mpi(std::string("MPI_File_open '") + o.path + "' (" + (save_ ? "write" : "read") + ")",
-                rc);
-    ctx.rec->metadata();
-    if (hints_effective_.empty()) hints_effective_ = mpiio::file_hints(o.fh);
-    if (!save_) {
-      MPI_Offset size = 0;
-      rc = MPI_File_get_size(o.fh, &size);
-      if (rc != MPI_SUCCESS) throw_mpi("MPI_File_get_size '" + o.path + "'", rc);
-      check_file_size(static_cast<uint64_t>(size), f, o.path);
-    }
-    return o;
+  unsigned depth_of(const PhaseContext& ctx) const {
+    return static_cast<unsigned>(std::max<size_t>(
+        1,
+        std::min<size_t>(static_cast<size_t>(std::max(1, cfg_.queue_depth)), ctx.pool->count())));
   }
 
   void check(const Open& o, int rc, MPI_Status& st, const char* call, uint64_t off, uint64_t len) {
@@ -331,131 +410,17 @@ class MpiioBackend final : public Backend {
                            : std::string(" (unexpected end of file; truncated?)")));
   }
 
-  void transfer_file(PhaseContext& ctx, Open& o) {
-    double t0 = now_s();
-    if (opt_.collective)
-      collective(ctx, o);
-    else if (depth_ > 1)
-      nonblocking(ctx, o);
-    else
-      one_at_a_time(ctx, o, false);
-    ctx.rec->add_time(Step::io, now_s() - t0);
-  }
-
-  // One transfer at a time: *_at (independent) or *_at_all (collective, every rank of the file's
-  // communicator makes the same number of calls).
-  void one_at_a_time(PhaseContext& ctx, Open& o, bool all) {
-    Buffer& buf = ctx.pool->at(0);
-    const FileSpec& f = *o.f;
-    const char* call = all ? (save_ ? "MPI_File_write_at_all" : "MPI_File_read_at_all")
-                           : (save_ ? "MPI_File_write_at" : "MPI_File_read_at");
-    for_each_transfer(f, cfg_.block_size, cfg_.transfer, [&](const Transfer& tr) {
-      MPI_Status st;
-      std::byte* p = save_ ? ctx.data->produce(f, tr, buf) : buf.data;
-      const auto off = static_cast<MPI_Offset>(tr.offset);
-      const int n = static_cast<int>(tr.len);
-      uint64_t t = now_ns();
-      int rc = all ? (save_ ? MPI_File_write_at_all(o.fh, off, p, n, MPI_BYTE, &st)
-                            : MPI_File_read_at_all(o.fh, off, p, n, MPI_BYTE, &st))
-                   : (save_ ? MPI_File_write_at(o.fh, off, p, n, MPI_BYTE, &st)
-                            : MPI_File_read_at(o.fh, off, p, n, MPI_BYTE, &st));
-      check(o, rc, st, call, tr.offset, tr.len);
-      ctx.rec->op(tr.len, now_ns() - t);
-      if (!save_) ctx.data->consume(f, tr, buf);
-    });
-  }
-
-  // Up to depth_ requests in flight, completed in submission order (reads are consumed in file
-  // order, as the data path requires). Slot i always uses pool buffer i.
-  void nonblocking(PhaseContext& ctx, Open& o) {
-    struct Pending {
-      MPI_Request req = MPI_REQUEST_NULL;
-      Transfer tr;
-      uint64_t t0 = 0;
-    };
-    const FileSpec& f = *o.f;
-    std::vector<Pending> ring(depth_);
-    size_t head = 0, n = 0;
-    auto drain = [&]() noexcept {
-      for (; n > 0; n--, head = (head + 1) % depth_) MPI_Wait(&ring[head].req, MPI_STATUS_IGNORE);
-    };
-    auto complete_oldest = [&] {
-      Pending& p = ring[head];
-      const size_t slot = head;
-      MPI_Status st;
-      int rc = MPI_Wait(&p.req, &st);
-      head = (head + 1) % depth_;
-      n--;
-      try {
-        check(o, rc, st, save_ ? "MPI_File_iwrite_at" : "MPI_File_iread_at", p.tr.offset, p.tr.len);
-      } catch (...) {
-        drain();
-        throw;
-      }
-      ctx.rec->op(p.tr.len, now_ns() - p.t0);
-      if (!save_) ctx.data->consume(f, p.tr, ctx.pool->at(slot));
-    };
-    try {
-      for_each_transfer(f, cfg_.block_size, cfg_.transfer, [&](const Transfer& tr) {
-        if (n == depth_) complete_oldest();
-        const size_t slot = (head + n) % depth_;
-        Buffer& buf = ctx.pool->at(slot);
-        std::byte* data = save_ ? ctx.data->produce(f, tr, buf) : buf.data;
-        Pending& p = ring[slot];
-        p.tr = tr;
-        p.t0 = now_ns();
-        int rc = save_ ? MPI_File_iwrite_at(o.fh, static_cast<MPI_Offset>(tr.offset), data,
-                                            static_cast<int>(tr.len), MPI_BYTE, &p.req)
-                       : MPI_File_iread_at(o.fh, static_cast<MPI_Offset>(tr.offset), data,
-                                           static_cast<int>(tr.len), MPI_BYTE, &p.req);
-        if (rc != MPI_SUCCESS)
-          throw_mpi(std::string(save_ ? "MPI_File_iwrite_at " : "MPI_File_iread_at ") +
-                        where(o.path, tr.offset, tr.len),
-                    rc);
-        n++;
-      });
-      while (n > 0) complete_oldest();
-    } catch (...) {
-      drain();
-      throw;
-    }
-  }
-
-  // Every rank of the file's communicator makes the same number of *_at_all calls: the most any
-  // of them needs; a rank with nothing left joins with a zero-length transfer.
-  void collective(PhaseContext& ctx, Open& o) {
-    const FileSpec& f = *o.f;
-    uint64_t mine = 0;
-    for_each_transfer(f, cfg_.block_size, cfg_.transfer, [&](const Transfer&) { mine++; });
-    uint64_t calls = mine;
-    if (o.comm != MPI_COMM_SELF) MPI_Allreduce(&mine, &calls, 1, MPI_UINT64_T, MPI_MAX, o.comm);
-    one_at_a_time(ctx, o, true);
-    Buffer& buf = ctx.pool->at(0);
-    const char* call = save_ ? "MPI_File_write_at_all" : "MPI_File_read_at_all";
-    for (uint64_t i = mine; i < calls; i++) {
-      MPI_Status st;
-      int rc = save_ ? MPI_File_write_at_all(o.fh, 0, buf.data, 0, MPI_BYTE, &st)
-                     : MPI_File_read_at_all(o.fh, 0, buf.data, 0, MPI_BYTE, &st);
-      if (rc != MPI_SUCCESS)
-        throw_mpi(std::string(call) + " (empty, joining the others) '" + o.path + "'", rc);
-      empty_calls_++;
-    }
-  }
-
-  void sync_file(PhaseContext& ctx, Open& o) {
-    auto t = ctx.rec->time(Step::sync);
-    int rc = MPI_File_sync(o.fh);
-    if (rc != MPI_SUCCESS) throw_mpi("MPI_File_sync '" + o.path + "'", rc);
-    ctx.rec->sync_op();
-  }
-
-  void close_file(PhaseContext& ctx, Open& o) {
-    auto t = ctx.rec->time(Step::close);
-    int rc = MPI_File_close(&o.fh);
-    if (rc != MPI_SUCCESS) throw_mpi("MPI_File_close '" + o.path + "'", rc);
-    ctx.rec->metadata();
-    ctx.rec->file_done();
-  }
+  PointConfig cfg_;
+  mpiio::Options opt_;
+  PhaseContext* ctx_ = nullptr;
+  bool save_ = true;
+  unsigned depth_ = 1;
+  std::unique_ptr<mpiio::Info> info_;
+  std::unique_ptr<mpiio::FileComms> comms_;
+  std::vector<Open> files_;
+  std::deque<Pending> pending_;
+  std::vector<unsigned> done_;
+  nlohmann::json hints_effective_ = nlohmann::json::object();
 };
 
 }  // namespace

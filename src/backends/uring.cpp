@@ -1,15 +1,12 @@
-// io_uring backend (liburing): one global stream of transfers over all of this rank's files, with
-// up to queue_depth of them in flight across extents and files. docs/PERFORMANCE.md has the
-// measurements.
+// io_uring backend (liburing): the phase driver's transport with up to queue_depth transfers in
+// flight across extents and files (the driver's stream). docs/PERFORMANCE.md has the measurements.
 //
-// Files are opened lazily, when the op stream reaches them, with open(2) on the submitting thread
+// Files are opened with open(2) on the submitting thread when the driver's stream reaches them
 // (prepared SQEs are submitted first, so the device stays busy during the open). We do not use
 // IORING_OP_OPENAT/CLOSE: open and close are metadata steps timed separately from data (as the
 // posix backend does), their errors name the path at once, and the fd is needed anyway for
-// fallocate, fsync and posix_fadvise. A file is closed as soon as its last op completed (and its
-// per-file sync ran), so at most (files with ops in flight + 1) descriptors are held, never more
-// than the RLIMIT_NOFILE budget; with sync "end" finished files stay open for the final fsync
-// when they all fit the budget, else one syncfs at the end (as the posix backend does).
+// fallocate, fsync and posix_fadvise. The end sync of many files goes out as IORING_OP_FSYNCs all
+// at once.
 #include "ckptbench/backends/uring.hpp"
 
 #include <dlfcn.h>
@@ -30,6 +27,7 @@
 #include <optional>
 
 #include "ckptbench/backend.hpp"
+#include "ckptbench/driver.hpp"
 #include "ckptbench/error.hpp"
 #include "ckptbench/jsonread.hpp"
 #include "ckptbench/version.hpp"
@@ -166,9 +164,8 @@ struct Engine::Slot {
   Op op;
   uint64_t done = 0;      // bytes transferred so far
   uint64_t req = 0;       // bytes asked in the SQE in flight
-  uint64_t t_submit = 0;  // first submission (ns); latency = completion - this
   uint32_t requeues = 0;  // consecutive requeues without progress
-  enum class State : uint8_t { free, busy, complete } state = State::free;
+  bool busy = false;
 };
 
 Engine::Engine(Ring& ring, std::vector<Buffer*> buffers, const EngineOptions& opt)
@@ -178,7 +175,6 @@ Engine::Engine(Ring& ring, std::vector<Buffer*> buffers, const EngineOptions& op
     throw IoError("io_uring engine: " + std::to_string(bufs_.size()) +
                   " buffers but the ring has " + std::to_string(ring_.sq_entries()) + " entries");
   slots_.resize(bufs_.size());
-  fifo_.resize(bufs_.size());
   if (opt_.submit_batch == 0 || opt_.submit_batch > bufs_.size())
     opt_.submit_batch = static_cast<unsigned>(bufs_.size());
 }
@@ -226,9 +222,6 @@ void Engine::prep(int s) {
 
 void Engine::flush() {
   if (pending_.empty()) return;
-  uint64_t t = now_ns();
-  for (int s : pending_)
-    if (slots_[s].t_submit == 0) slots_[s].t_submit = t;
   inflight_ += pending_.size();
   pending_.clear();
   // Whatever the kernel does not take now stays in the SQ ring and goes with the next enter.
@@ -241,9 +234,6 @@ void Engine::flush() {
 }
 
 void Engine::submit_and_wait(unsigned wait_nr) {
-  uint64_t t = now_ns();
-  for (int s : pending_)
-    if (slots_[s].t_submit == 0) slots_[s].t_submit = t;
   const bool submitting = !pending_.empty();
   inflight_ += pending_.size();
   pending_.clear();
@@ -269,13 +259,13 @@ void Engine::fail(int s, const std::string& what) {
   const Slot& sl = slots_[s];
   std::string off =
       sl.op.offset == Op::kStream ? "stream" : "offset " + std::to_string(sl.op.offset + sl.done);
-  throw IoError(std::string(sl.op.write ? "write" : "read") + " '" + src_->name(sl.op) + "' " +
-                off + " length " + std::to_string(sl.op.len - sl.done) + ": " + what);
+  const std::string name = sl.op.name ? *sl.op.name : "fd " + std::to_string(sl.op.fd);
+  throw IoError(std::string(sl.op.write ? "write" : "read") + " '" + name + "' " + off +
+                " length " + std::to_string(sl.op.len - sl.done) + ": " + what);
 }
 
-void Engine::handle(int s, int res) {
-  OpSource& src = *src_;
-  if (s < 0 || static_cast<size_t>(s) >= slots_.size() || slots_[s].state != Slot::State::busy)
+void Engine::handle(int s, int res, std::vector<int>& done) {
+  if (s < 0 || static_cast<size_t>(s) >= slots_.size() || !slots_[s].busy)
     throw IoError("io_uring: completion for unknown request " + std::to_string(s));
   Slot& sl = slots_[s];
   const uint64_t remaining = sl.op.len - sl.done;
@@ -313,26 +303,11 @@ void Engine::handle(int s, int res) {
   }
   counters_.ops++;
   counters_.bytes += sl.op.len;
-  if (opt_.rec) opt_.rec->op(sl.op.len, now_ns() - sl.t_submit);
-  src.completed(*this, sl.op);
-  if (!opt_.in_order_release) {
-    src.release(*this, sl.op, *bufs_[s]);
-    sl.state = Slot::State::free;
-    free_.push_back(s);
-    return;
-  }
-  sl.state = Slot::State::complete;
-  while (fifo_len_ > 0 && slots_[fifo_[fifo_head_]].state == Slot::State::complete) {
-    const int h = fifo_[fifo_head_];
-    fifo_head_ = (fifo_head_ + 1) % fifo_.size();
-    fifo_len_--;
-    slots_[h].state = Slot::State::free;
-    free_.push_back(h);
-    src.release(*this, slots_[h].op, *bufs_[h]);
-  }
+  sl.busy = false;
+  done.push_back(s);
 }
 
-void Engine::reap() {
+void Engine::reap(std::vector<int>& done) {
   io_uring* r = ring_.get();
   io_uring_cqe* cqes[64];
   std::pair<int, int> got[64];
@@ -343,7 +318,7 @@ void Engine::reap() {
       got[i] = {static_cast<int>(io_uring_cqe_get_data64(cqes[i])), cqes[i]->res};
     io_uring_cq_advance(r, n);
     inflight_ -= std::min<size_t>(inflight_, n);
-    for (unsigned i = 0; i < n; i++) handle(got[i].first, got[i].second);
+    for (unsigned i = 0; i < n; i++) handle(got[i].first, got[i].second, done);
   }
 }
 
@@ -366,56 +341,40 @@ void Engine::drain() noexcept {
     inflight_ -= std::min<size_t>(inflight_, n);
   }
   retry_.clear();
+  for (auto& sl : slots_) sl.busy = false;
 }
 
-void Engine::run(OpSource& src) {
-  src_ = &src;
-  free_.clear();
-  for (int s = static_cast<int>(slots_.size()) - 1; s >= 0; s--) {
-    slots_[s] = Slot{};
-    free_.push_back(s);
-  }
-  fifo_head_ = fifo_len_ = 0;
-  retry_.clear();
-  pending_.clear();
-  inflight_ = 0;
+void Engine::submit(int s, const Op& op) {
+  Slot& sl = slots_[static_cast<size_t>(s)];
+  if (sl.busy) throw IoError("io_uring engine: slot " + std::to_string(s) + " is busy (internal)");
+  if (op.len == 0) throw IoError("io_uring engine: zero-length op (internal error)");
+  if (op.len > bufs_[s]->size)
+    throw IoError("io_uring engine: op of " + std::to_string(op.len) +
+                  " bytes exceeds the buffer size " + std::to_string(bufs_[s]->size));
+  sl = Slot{};
+  sl.op = op;
+  sl.busy = true;
   try {
-    bool done = false;
+    prep(s);
+    if (pending_.size() >= opt_.submit_batch) flush();
+  } catch (...) {
+    drain();
+    throw;
+  }
+}
+
+void Engine::wait(std::vector<int>& done) {
+  const size_t before = done.size();
+  try {
     std::vector<int> again;
-    for (;;) {
+    while (done.size() == before) {
       again.swap(retry_);
       for (int s : again) prep(s);
       again.clear();
-      while (!done && !free_.empty()) {
-        const int s = free_.back();
-        Slot& sl = slots_[s];
-        sl = Slot{};
-        const OpSource::Next nx = src.next(*this, sl.op, *bufs_[s]);
-        if (nx == OpSource::Next::done) {
-          done = true;
-          break;
-        }
-        if (nx == OpSource::Next::wait) break;
-        if (sl.op.len == 0) throw IoError("io_uring engine: zero-length op (internal error)");
-        if (sl.op.len > bufs_[s]->size)
-          throw IoError("io_uring engine: op of " + std::to_string(sl.op.len) +
-                        " bytes exceeds the buffer size " + std::to_string(bufs_[s]->size));
-        free_.pop_back();
-        sl.state = Slot::State::busy;
-        if (opt_.in_order_release) {
-          fifo_[(fifo_head_ + fifo_len_) % fifo_.size()] = s;
-          fifo_len_++;
-        }
-        prep(s);
-        if (pending_.size() >= opt_.submit_batch) flush();
-      }
-      if (inflight_ + pending_.size() == 0 && retry_.empty()) {
-        if (done) break;
-        throw IoError(
-            "io_uring engine: the op source waits with nothing in flight (internal error)");
-      }
+      if (inflight_ + pending_.size() == 0)
+        throw IoError("io_uring engine: wait with nothing in flight (internal error)");
       submit_and_wait(1);
-      reap();
+      reap(done);
     }
   } catch (...) {
     drain();
@@ -425,43 +384,6 @@ void Engine::run(OpSource& src) {
 
 // ---------------------------------------------------------------------------------------------
 // transfer(): a plain request list (used by the unit tests on pipes and files)
-
-namespace {
-class ListSource final : public OpSource {
- public:
-  ListSource(std::span<const Request> reqs, uint64_t chunk) : reqs_(reqs), chunk_(chunk) {}
-  Next next(Engine&, Op& op, Buffer& buf) override {
-    while (i_ < reqs_.size() && pos_ >= reqs_[i_].len) {
-      i_++;
-      pos_ = 0;
-    }
-    if (i_ == reqs_.size()) return Next::done;
-    const Request& r = reqs_[i_];
-    op.fd = r.fd;
-    op.write = r.write;
-    op.offset = r.offset == Op::kStream ? Op::kStream : r.offset + pos_;
-    op.len = std::min(chunk_, r.len - pos_);
-    op.file = i_;
-    op.pos = pos_;
-    if (r.write) std::memcpy(buf.data, r.buf + pos_, op.len);
-    pos_ += op.len;
-    return Next::op;
-  }
-  void release(Engine&, const Op& op, Buffer& buf) override {
-    if (!op.write) std::memcpy(reqs_[op.file].buf + op.pos, buf.data, op.len);
-  }
-  std::string name(const Op& op) const override {
-    const Request& r = reqs_[op.file];
-    return r.name.empty() ? "fd " + std::to_string(r.fd) : r.name;
-  }
-
- private:
-  std::span<const Request> reqs_;
-  uint64_t chunk_;
-  size_t i_ = 0;
-  uint64_t pos_ = 0;
-};
-}  // namespace
 
 Counters transfer(Ring& ring, std::span<const Request> reqs, unsigned queue_depth, uint64_t chunk,
                   bool fixed_buffers) {
@@ -477,18 +399,57 @@ Counters transfer(Ring& ring, std::span<const Request> reqs, unsigned queue_dept
     int rc = io_uring_register_buffers(ring.get(), iov.data(), static_cast<unsigned>(iov.size()));
     if (rc < 0) throw IoError("io_uring_register_buffers: " + errno_text(-rc));
   }
+  struct Unregister {
+    io_uring* r;
+    ~Unregister() {
+      if (r) io_uring_unregister_buffers(r);
+    }
+  } unreg{fixed_buffers ? ring.get() : nullptr};
   EngineOptions eo;
   eo.fixed_buffers = fixed_buffers;
-  eo.in_order_release = true;
   Engine eng(ring, bufs, eo);
-  ListSource src(reqs, chunk);
-  try {
-    eng.run(src);
-  } catch (...) {
-    if (fixed_buffers) io_uring_unregister_buffers(ring.get());
-    throw;
+  struct Where {
+    size_t req = 0;
+    uint64_t pos = 0, len = 0;
+  };
+  std::vector<Where> at(bufs.size());
+  std::vector<std::string> names(reqs.size());
+  for (size_t i = 0; i < reqs.size(); i++)
+    names[i] = reqs[i].name.empty() ? "fd " + std::to_string(reqs[i].fd) : reqs[i].name;
+  std::vector<int> free, done;
+  for (int s = static_cast<int>(bufs.size()) - 1; s >= 0; s--) free.push_back(s);
+  size_t i = 0;
+  uint64_t pos = 0;
+  for (;;) {
+    while (!free.empty() && i < reqs.size()) {
+      const Request& r = reqs[i];
+      if (pos >= r.len) {
+        i++;
+        pos = 0;
+        continue;
+      }
+      const int s = free.back();
+      free.pop_back();
+      Op op;
+      op.fd = r.fd;
+      op.write = r.write;
+      op.offset = r.offset == Op::kStream ? Op::kStream : r.offset + pos;
+      op.len = std::min(chunk, r.len - pos);
+      op.name = &names[i];
+      if (r.write) std::memcpy(bufs[s]->data, r.buf + pos, op.len);
+      at[s] = Where{i, pos, op.len};
+      eng.submit(s, op);
+      pos += op.len;
+    }
+    if (eng.in_flight() == 0) break;
+    done.clear();
+    eng.wait(done);
+    for (int s : done) {
+      const Request& r = reqs[at[s].req];
+      if (!r.write) std::memcpy(r.buf + at[s].pos, bufs[s]->data, at[s].len);
+      free.push_back(s);
+    }
   }
-  if (fixed_buffers) io_uring_unregister_buffers(ring.get());
   return eng.counters();
 }
 
@@ -503,7 +464,6 @@ namespace {
 
 using uring::Engine;
 using uring::Op;
-using uring::OpSource;
 
 struct UringOptions {
   bool fixed_buffers = false;
@@ -540,146 +500,142 @@ UringOptions parse_options(const PointConfig& p) {
   return o;
 }
 
-struct RunStats {
-  bool buffers_registered = false;
-  bool files_registered = false;
-  unsigned file_table = 0;
-  uint64_t prealloc_unsupported = 0;
-  std::string end_sync_method = "fsync";
-};
-
-// Walks this rank's files in plan order and feeds the engine one op at a time; opens files when
-// the stream reaches them, closes them when their last op completed.
-class FileSource final : public OpSource {
+class UringBackend final : public Backend {
  public:
-  FileSource(PhaseContext& ctx, uring::Ring& ring, const UringOptions& o, RunStats& st,
-             size_t slots)
-      : ctx_(ctx),
-        cfg_(*ctx.cfg),
-        files_(ctx.io->files),
-        ring_(ring),
-        opt_(o),
-        st_(st),
-        save_(ctx.phase == Phase::save),
-        fs_(files_.size()),
-        budget_(fd_budget()) {
-    keep_open_ = save_ && cfg_.sync == SyncPolicy::end && files_.size() <= budget_;
-    if (save_ && cfg_.sync == SyncPolicy::end)
-      st_.end_sync_method = keep_open_ ? "fsync (IORING_OP_FSYNC, all files at once)" : "syncfs";
-    if (opt_.fixed_files) {
-      // Files with ops in flight are at most (slots + 1): the table never needs more.
-      table_ = static_cast<unsigned>(std::min<size_t>(slots + 2, budget_));
-      int rc = io_uring_register_files_sparse(ring_.get(), table_);
-      if (rc < 0)
+  explicit UringBackend(const PointConfig& cfg)
+      : cfg_(cfg), opt_(parse_options(cfg)), slots_(static_cast<unsigned>(cfg.queue_depth)) {
+    uring::RingSettings rs;
+    rs.entries = slots_;
+    rs.sqpoll = opt_.sqpoll;
+    rs.sqpoll_idle_ms = opt_.sqpoll_idle_ms;
+    rs.flags = opt_.ring_flags;
+    ring_ = std::make_unique<uring::Ring>(rs);
+  }
+
+  TransportCaps caps(const PhaseContext&) const override {
+    TransportCaps c;
+    c.depth = slots_;
+    return c;
+  }
+
+  void begin(PhaseContext& ctx) override {
+    ctx_ = &ctx;
+    const size_t n = std::min<size_t>(ctx.pool->count(), slots_);
+    std::vector<Buffer*> bufs;
+    std::vector<iovec> iov;
+    for (size_t i = 0; i < n; i++) {
+      bufs.push_back(&ctx.pool->at(i));
+      iov.push_back({ctx.pool->at(i).data, ctx.pool->at(i).size});
+    }
+    files_.assign(ctx.io->files.size(), File{});
+    buffers_registered_ = files_registered_ = false;
+    if (opt_.fixed_buffers) {
+      int rc = io_uring_register_buffers(ring_->get(), iov.data(), static_cast<unsigned>(n));
+      if (rc < 0) {
+        rlimit rl{};
+        getrlimit(RLIMIT_MEMLOCK, &rl);
+        throw IoError("io_uring.fixed_buffers: registering " + std::to_string(n) + " buffers of " +
+                      std::to_string(ctx.pool->buffer_size()) + " bytes failed: " +
+                      errno_text(-rc) + " (RLIMIT_MEMLOCK " + std::to_string(rl.rlim_cur) +
+                      "); raise `ulimit -l` or set io_uring.fixed_buffers false");
+      }
+      buffers_registered_ = true;
+    }
+    if (opt_.fixed_files && !files_.empty()) {
+      // The driver keeps at most the descriptor budget open, so a table of that size (or of the
+      // file count, when smaller) always has a free entry at open.
+      table_ = static_cast<unsigned>(std::min<size_t>(files_.size(), fd_budget()));
+      int rc = io_uring_register_files_sparse(ring_->get(), table_);
+      if (rc < 0) {
+        end(ctx);
         throw IoError("io_uring.fixed_files: registering a table of " + std::to_string(table_) +
                       " files failed: " + errno_text(-rc) + "; set io_uring.fixed_files false");
-      st_.files_registered = true;
-      st_.file_table = table_;
+      }
+      files_registered_ = true;
+      file_table_ = table_;
+      free_fixed_.clear();
       for (unsigned i = table_; i > 0; i--) free_fixed_.push_back(static_cast<int>(i - 1));
     }
+    uring::EngineOptions eo;
+    eo.submit_batch = opt_.submit_batch;
+    eo.fixed_buffers = opt_.fixed_buffers;
+    eo.direct_align = cfg_.direct ? (ctx.dio_align ? ctx.dio_align : ctx.align) : 0;
+    engine_ = std::make_unique<Engine>(*ring_, bufs, eo);
   }
 
-  ~FileSource() override {
-    for (auto& f : fs_)
-      if (f.fd >= 0) ::close(f.fd);
-    if (table_ > 0) io_uring_unregister_files(ring_.get());
-  }
-
-  // Creators of shared files create (and preallocate) first; a barrier; then everyone opens.
-  void precreate_shared(Engine& eng) {
-    for (size_t i = 0; i < files_.size(); i++) {
-      if (!files_[i].create) continue;
-      open_file(eng, i);
-      fs_[i].precreated = true;
-      if (open_ >= budget_ / 2) close_fd(i, false);  // reopened (without O_CREAT) when reached
+  void end(PhaseContext& ctx) noexcept override {
+    if (engine_) {
+      const uring::Counters& c = engine_->counters();
+      ctx.rec->count(Counter::submit_calls, c.submit_calls);
+      ctx.rec->count(Counter::short_transfers, c.short_transfers);
+      ctx.rec->count(Counter::retries, c.eagain + c.eintr + c.ebusy);
+      engine_.reset();
     }
-    double t = now_s();
-    MPI_Barrier(ctx_.comm);
-    ctx_.rec->add_time(Step::open, now_s() - t);
+    if (table_ > 0) io_uring_unregister_files(ring_->get());
+    table_ = 0;
+    if (buffers_registered_) io_uring_unregister_buffers(ring_->get());
+    ctx_ = nullptr;
   }
 
-  Next next(Engine& eng, Op& op, Buffer& buf) override {
-    for (;;) {
-      if (fi_ >= files_.size()) return Next::done;
-      const FileSpec& f = files_[fi_];
-      FState& s = fs_[fi_];
-      if (s.fd < 0) {
-        if (s.finished) throw IoError("io_uring backend: file reopened (internal error)");
-        if (open_ >= budget_) return Next::wait;
-        open_file(eng, fi_);
-      }
-      if (advance(eng)) continue;
-      if (opt_.fixed_files && s.fixed < 0) {
-        if (free_fixed_.empty()) return Next::wait;
-        s.fixed = free_fixed_.back();
-        free_fixed_.pop_back();
-        int rc =
-            io_uring_register_files_update(ring_.get(), static_cast<unsigned>(s.fixed), &s.fd, 1);
-        if (rc < 0) throw_errno("io_uring_register_files_update '" + path(fi_) + "'", -rc);
-      }
-      const Transfer t = next_;
-      have_next_ = false;
-      op.fd = s.fixed >= 0 ? s.fixed : s.fd;
-      op.fixed_file = s.fixed >= 0;
-      op.write = save_;
-      op.offset = t.offset;
-      op.len = t.len;
-      op.file = fi_;
-      op.extent = t.extent;
-      op.pos = 0;
-      if (save_) {
-        // Node aggregation: bytes owned by another rank arrive over MPI (blocking): submit what
-        // is prepared first so the device works meanwhile.
-        bool remote = false;
-        for_each_piece(f, t, [&](const Extent& e, uint64_t, uint64_t, uint64_t) {
-          remote |= e.source >= 0 && e.source != ctx_.io->rank;
-        });
-        if (remote) eng.flush();
-        op.data = ctx_.data->produce(f, t, buf);
-      }
-      s.outstanding++;
-      advance(eng);  // marks the file fully submitted right after its last op
-      return Next::op;
+  void open(PhaseContext& ctx, size_t i, int created_fd) override {
+    File& f = files_[i];
+    f.path = ctx.dir + "/" + ctx.io->files[i].path;
+    f.fd = created_fd;
+    if (f.fd < 0) {
+      f.fd = open_plan_file(ctx, ctx.io->files[i], plan_file_flags(ctx), "open");
+      ctx.rec->metadata();
+    }
+    if (table_ > 0) {
+      if (free_fixed_.empty())
+        throw IoError("io_uring.fixed_files: the file table is full (internal error)");
+      f.fixed = free_fixed_.back();
+      free_fixed_.pop_back();
+      int rc =
+          io_uring_register_files_update(ring_->get(), static_cast<unsigned>(f.fixed), &f.fd, 1);
+      if (rc < 0) throw_errno("io_uring_register_files_update '" + f.path + "'", -rc);
     }
   }
 
-  void completed(Engine& eng, const Op& op) override {
-    FState& s = fs_[op.file];
-    s.outstanding--;
-    if (s.submitted_all && s.outstanding == 0) finish_file(eng, op.file);
+  uint64_t size(size_t i) override {
+    struct stat sb {};
+    if (fstat(files_[i].fd, &sb) != 0) throw_errno("fstat '" + files_[i].path + "'", errno);
+    return static_cast<uint64_t>(sb.st_size);
   }
 
-  void release(Engine&, const Op& op, Buffer& buf) override {
-    if (!save_) {
-      ctx_.data->consume(files_[op.file],
-                         Transfer{op.offset, op.len, static_cast<uint32_t>(op.extent)}, buf);
-    }
+  void submit(size_t i, unsigned slot, uint64_t offset, uint64_t len, std::byte* data) override {
+    const File& f = files_[i];
+    Op op;
+    op.fd = f.fixed >= 0 ? f.fixed : f.fd;
+    op.fixed_file = f.fixed >= 0;
+    op.write = ctx_->phase == Phase::save;
+    op.offset = offset;
+    op.len = len;
+    op.data = data;
+    op.name = &f.path;
+    engine_->submit(static_cast<int>(slot), op);
   }
 
-  std::string name(const Op& op) const override { return path(op.file); }
+  void flush() override { engine_->flush(); }
 
-  // After the engine ran: the final sync (sync "end"), then close what is still open.
-  void finish_phase() {
-    if (!save_ || cfg_.sync != SyncPolicy::end) return;
-    if (keep_open_) {
-      double t = now_s();
-      fsync_all(parked_);
-      ctx_.rec->add_time(Step::sync, now_s() - t);
-      for (size_t i : parked_) close_fd(i, true);
-      parked_.clear();
-    } else if (!files_.empty()) {
-      syncfs_dir(ctx_);
-    }
+  void reap(std::vector<unsigned>& done) override {
+    got_.clear();
+    engine_->wait(got_);
+    for (int s : got_) done.push_back(static_cast<unsigned>(s));
   }
 
-  double meta_s() const { return meta_s_; }
+  void drain() noexcept override {
+    if (engine_) engine_->drain();
+  }
 
- private:
-  // fsync of many files at once: IORING_OP_FSYNC, up to the ring size in flight (the file
-  // system can merge the journal commits), each completion checked.
-  void fsync_all(const std::vector<size_t>& files) {
-    io_uring* r = ring_.get();
-    const size_t depth = std::max(1u, ring_.sq_entries());
+  void sync(size_t i) override {
+    if (::fsync(files_[i].fd) != 0) throw_errno("fsync '" + files_[i].path + "'", errno);
+  }
+
+  // fsync of many files at once: IORING_OP_FSYNC, up to the ring size in flight (the file system
+  // can merge the journal commits), each completion checked.
+  void sync_all(const std::vector<size_t>& files) override {
+    io_uring* r = ring_->get();
+    const size_t depth = std::max(1u, ring_->sq_entries());
     size_t next = 0, inflight = 0;
     int first_err = 0;
     size_t err_file = 0;
@@ -687,7 +643,7 @@ class FileSource final : public OpSource {
       while (next < files.size() && inflight < depth) {
         io_uring_sqe* sqe = io_uring_get_sqe(r);
         if (sqe == nullptr) break;
-        io_uring_prep_fsync(sqe, fs_[files[next]].fd, 0);
+        io_uring_prep_fsync(sqe, files_[files[next]].fd, 0);
         io_uring_sqe_set_data64(sqe, files[next]);
         next++;
         inflight++;
@@ -701,204 +657,37 @@ class FileSource final : public OpSource {
         const int res = cqe->res;
         io_uring_cqe_seen(r, cqe);
         inflight--;
-        if (res == -EAGAIN || res == -EINTR) {  // requeue that file's fsync the plain way
-          if (::fsync(fs_[f].fd) != 0 && first_err == 0) first_err = errno, err_file = f;
+        if (res == -EAGAIN || res == -EINTR) {  // that file's fsync again, the plain way
+          ctx_->rec->count(Counter::retries);
+          if (::fsync(files_[f].fd) != 0 && first_err == 0) first_err = errno, err_file = f;
         } else if (res < 0 && first_err == 0) {
           first_err = -res;
           err_file = f;
         }
-        ctx_.rec->sync_op();
       }
     }
-    if (first_err != 0) throw_errno("fsync '" + path(err_file) + "'", first_err);
+    if (first_err != 0) throw_errno("fsync '" + files_[err_file].path + "'", first_err);
   }
 
-  struct FState {
-    int fd = -1;
-    int fixed = -1;
-    uint32_t outstanding = 0;
-    bool precreated = false;
-    bool submitted_all = false;
-    bool finished = false;
-  };
-
-  std::string path(size_t i) const { return ctx_.dir + "/" + files_[i].path; }
-
-  // Loads the current file's next transfer (next_); when the file has none left, marks it fully
-  // submitted, moves to the next file and finishes it if nothing is in flight. True when it moved
-  // to the next file.
-  bool advance(Engine& eng) {
-    if (have_next_) return false;
-    if (!cursor_) cursor_.emplace(files_[fi_], cfg_.block_size, cfg_.transfer);
-    if (cursor_->next(next_)) {
-      have_next_ = true;
-      return false;
+  void close(size_t i) override {
+    File& f = files_[i];
+    if (f.fixed >= 0) {
+      int minus1 = -1;
+      int rc =
+          io_uring_register_files_update(ring_->get(), static_cast<unsigned>(f.fixed), &minus1, 1);
+      if (rc < 0) throw_errno("io_uring_register_files_update (remove '" + f.path + "')", -rc);
+      free_fixed_.push_back(f.fixed);
+      f.fixed = -1;
     }
-    const size_t i = fi_;
-    fs_[i].submitted_all = true;
-    fi_++;
-    cursor_.reset();
-    if (fs_[i].outstanding == 0) finish_file(eng, i);
-    return true;
+    int fd = f.fd;
+    f.fd = -1;
+    if (::close(fd) != 0) throw_errno("close '" + f.path + "'", errno);
+    ctx_->rec->metadata();
   }
 
-  void open_file(Engine& eng, size_t i) {
-    eng.flush();  // keep the device busy while we block in open(2)
-    const FileSpec& f = files_[i];
-    FState& s = fs_[i];
-    const std::string p = path(i);
-    const bool create = save_ && f.create && !s.precreated;
-    int fl = save_ ? O_WRONLY : O_RDONLY;
-    if (create) fl |= O_CREAT;  // exclusive, no link followed (open_plan_file)
-    if (cfg_.direct) fl |= O_DIRECT;
-    double t = now_s();
-    int fd = open_plan_file(ctx_, f, fl, create ? "create" : "open");
-    s.fd = fd;
-    open_++;
-    ctx_.rec->metadata();
-    if (create && cfg_.preallocate && !preallocate_file(fd, f.size, p)) st_.prealloc_unsupported++;
-    if (!save_) {
-      // A truncated file is an error named here, before any read.
-      struct stat sb {};
-      if (fstat(fd, &sb) == 0) check_file_size(static_cast<uint64_t>(sb.st_size), f, p);
-    }
-    const double dt = now_s() - t;
-    ctx_.rec->add_time(Step::open, dt);
-    meta_s_ += dt;
-  }
-
-  void unregister_fixed(size_t i) {
-    FState& s = fs_[i];
-    if (s.fixed < 0) return;
-    int minus1 = -1;
-    int rc =
-        io_uring_register_files_update(ring_.get(), static_cast<unsigned>(s.fixed), &minus1, 1);
-    if (rc < 0) throw_errno("io_uring_register_files_update (remove '" + path(i) + "')", -rc);
-    free_fixed_.push_back(s.fixed);
-    s.fixed = -1;
-  }
-
-  void close_fd(size_t i, bool done) {
-    FState& s = fs_[i];
-    double t = now_s();
-    int fd = s.fd;
-    s.fd = -1;
-    open_--;
-    if (::close(fd) != 0) throw_errno("close '" + path(i) + "'", errno);
-    ctx_.rec->metadata();
-    if (done) ctx_.rec->file_done();
-    const double dt = now_s() - t;
-    ctx_.rec->add_time(Step::close, dt);
-    meta_s_ += dt;
-  }
-
-  // Every op of file i completed: per-file sync, cache drop, close (or park for the end sync).
-  void finish_file(Engine& eng, size_t i) {
-    eng.flush();
-    FState& s = fs_[i];
-    s.finished = true;
-    unregister_fixed(i);
-    if (save_ && cfg_.sync == SyncPolicy::file) {
-      double t = now_s();
-      if (::fsync(s.fd) != 0) throw_errno("fsync '" + path(i) + "'", errno);
-      const double dt = now_s() - t;
-      ctx_.rec->add_time(Step::sync, dt);
-      ctx_.rec->sync_op();
-      meta_s_ += dt;
-    }
-    if (keep_open_) {
-      parked_.push_back(i);
-      return;
-    }
-    close_fd(i, true);
-  }
-
-  PhaseContext& ctx_;
-  const PointConfig& cfg_;
-  const std::vector<FileSpec>& files_;
-  uring::Ring& ring_;
-  const UringOptions& opt_;
-  RunStats& st_;
-  const bool save_;
-  std::vector<FState> fs_;
-  const size_t budget_;
-  bool keep_open_ = false;
-  size_t open_ = 0;
-  unsigned table_ = 0;
-  std::vector<int> free_fixed_;
-  std::vector<size_t> parked_;
-  size_t fi_ = 0;
-  std::optional<TransferCursor> cursor_;  // over files_[fi_]
-  Transfer next_;                         // its next transfer, when have_next_
-  bool have_next_ = false;
-  double meta_s_ = 0;
-};
-
-class UringBackend final : public Backend {
- public:
-  explicit UringBackend(const PointConfig& cfg)
-      : cfg_(cfg), opt_(parse_options(cfg)), slots_(static_cast<unsigned>(cfg.queue_depth)) {
-    uring::RingSettings rs;
-    rs.entries = slots_;
-    rs.sqpoll = opt_.sqpoll;
-    rs.sqpoll_idle_ms = opt_.sqpoll_idle_ms;
-    rs.flags = opt_.ring_flags;
-    ring_ = std::make_unique<uring::Ring>(rs);
-  }
-
-  void run(PhaseContext& ctx) override {
-    if (ctx.pool == nullptr || ctx.pool->count() == 0)
-      throw IoError("io_uring backend: no buffer pool");
-    if (ctx.pool->buffer_size() < cfg_.block_size)
-      throw IoError("io_uring backend: pool buffers (" + std::to_string(ctx.pool->buffer_size()) +
-                    " bytes) are smaller than block_size " + std::to_string(cfg_.block_size));
-    const size_t n = std::min<size_t>(ctx.pool->count(), slots_);
-    std::vector<Buffer*> bufs;
-    std::vector<iovec> iov;
-    for (size_t i = 0; i < n; i++) {
-      bufs.push_back(&ctx.pool->at(i));
-      iov.push_back({ctx.pool->at(i).data, ctx.pool->at(i).size});
-    }
-    run_ = RunStats{};
-    struct Unregister {
-      io_uring* r = nullptr;
-      ~Unregister() {
-        if (r) io_uring_unregister_buffers(r);
-      }
-    } unreg;
-    if (opt_.fixed_buffers) {
-      int rc = io_uring_register_buffers(ring_->get(), iov.data(), static_cast<unsigned>(n));
-      if (rc < 0) {
-        rlimit rl{};
-        getrlimit(RLIMIT_MEMLOCK, &rl);
-        throw IoError("io_uring.fixed_buffers: registering " + std::to_string(n) + " buffers of " +
-                      std::to_string(ctx.pool->buffer_size()) + " bytes failed: " +
-                      errno_text(-rc) + " (RLIMIT_MEMLOCK " + std::to_string(rl.rlim_cur) +
-                      "); raise `ulimit -l` or set io_uring.fixed_buffers false");
-      }
-      unreg.r = ring_->get();
-      run_.buffers_registered = true;
-    }
-    uring::EngineOptions eo;
-    eo.submit_batch = opt_.submit_batch;
-    eo.fixed_buffers = opt_.fixed_buffers;
-    eo.in_order_release = ctx.phase == Phase::restore;
-    eo.direct_align = cfg_.direct ? (ctx.dio_align ? ctx.dio_align : ctx.align) : 0;
-    eo.rec = ctx.rec;
-    Engine eng(*ring_, bufs, eo);
-    FileSource src(ctx, *ring_, opt_, run_, n);
-    try {
-      if (ctx.phase == Phase::save && ctx.plan != nullptr && ctx.plan->any_shared)
-        src.precreate_shared(eng);
-      const double t0 = now_s();
-      eng.run(src);
-      ctx.rec->add_time(Step::io, std::max(0.0, now_s() - t0 - src.meta_s()));
-      src.finish_phase();
-    } catch (...) {
-      add(eng.counters());
-      throw;
-    }
-    add(eng.counters());
+  void abandon() noexcept override {
+    for (auto& f : files_)
+      if (f.fd >= 0) ::close(f.fd), f.fd = -1;
   }
 
   nlohmann::json describe() const override {
@@ -913,42 +702,35 @@ class UringBackend final : public Backend {
     if (opt_.sqpoll) j["sqpoll_idle_ms"] = opt_.sqpoll_idle_ms;
     j["submit_batch"] =
         opt_.submit_batch == 0 ? slots_ : std::min<unsigned>(opt_.submit_batch, slots_);
-    j["fixed_buffers"] = {{"requested", opt_.fixed_buffers},
-                          {"registered", run_.buffers_registered}};
+    j["fixed_buffers"] = {{"requested", opt_.fixed_buffers}, {"registered", buffers_registered_}};
     j["fixed_files"] = {{"requested", opt_.fixed_files},
-                        {"registered", run_.files_registered},
-                        {"table_size", run_.file_table}};
+                        {"registered", files_registered_},
+                        {"table_size", file_table_}};
     j["o_direct"] = cfg_.direct;
-    describe_preallocation(j, cfg_.preallocate, run_.prealloc_unsupported);
     j["open_close"] = "open(2)/close(2) when the op stream reaches a file / after its last op";
-    j["restore_consume_order"] = "submission order (reorder window <= queue_depth)";
-    j["end_sync_method"] = run_.end_sync_method;
-    j["resubmissions"] = {{"short_transfers", total_.short_transfers},
-                          {"eagain", total_.eagain},
-                          {"eintr", total_.eintr},
-                          {"enter_ebusy", total_.ebusy}};
-    j["ops"] = total_.ops;
-    j["submit_calls"] = total_.submit_calls;
+    j["sync_call"] = "fsync (sync \"file\"); IORING_OP_FSYNC for all files at once (\"end\")";
     return j;
   }
 
  private:
-  void add(const uring::Counters& c) {
-    total_.ops += c.ops;
-    total_.bytes += c.bytes;
-    total_.short_transfers += c.short_transfers;
-    total_.eagain += c.eagain;
-    total_.eintr += c.eintr;
-    total_.ebusy += c.ebusy;
-    total_.submit_calls += c.submit_calls;
-  }
+  struct File {
+    int fd = -1;
+    int fixed = -1;  // index in the registered file table
+    std::string path;
+  };
 
   const PointConfig& cfg_;
   UringOptions opt_;
   unsigned slots_;
   std::unique_ptr<uring::Ring> ring_;
-  RunStats run_;
-  uring::Counters total_;
+  std::unique_ptr<Engine> engine_;
+  PhaseContext* ctx_ = nullptr;
+  std::vector<File> files_;
+  std::vector<int> got_;
+  unsigned table_ = 0;
+  std::vector<int> free_fixed_;
+  bool buffers_registered_ = false, files_registered_ = false;
+  unsigned file_table_ = 0;
 };
 
 }  // namespace

@@ -70,7 +70,7 @@ TEST_P(MpiioWorld, SaveRestoreVerify) {
   EXPECT_EQ(save.files(), io.files.size());
   const bool collective = c.opts.value("mode", "") == "collective";
   if (collective) {
-    EXPECT_EQ(backend->describe()["collective_empty_calls"], expect_empty);
+    EXPECT_EQ(save.counter(Counter::collective_empty_calls), expect_empty);
   }
   uint64_t empty_total = 0, e_local = collective ? expect_empty : 0;
   MPI_Allreduce(&e_local, &empty_total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);

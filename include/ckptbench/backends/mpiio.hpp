@@ -76,9 +76,6 @@ class FileComms {
   std::map<std::vector<int>, MPI_Comm> cache_;
 };
 
-// This rank's files in a deadlock-free collective order (ascending FileSpec::id).
-std::vector<const FileSpec*> files_in_order(const std::vector<FileSpec>& files);
-
 // "Open MPI v4.1.4, ..." (first line of MPI_Get_library_version).
 std::string library_version();
 

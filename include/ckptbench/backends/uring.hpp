@@ -1,8 +1,8 @@
 // io_uring internals, exposed for the unit tests: a ring with the flag fallback of
 // RingSettings::flags, and an engine that keeps up to N transfers in flight, resubmits short
-// transfers and requeues -EAGAIN / -EINTR. The backend (src/backends/uring.cpp) drives the engine
-// with a file-aware op source; `transfer()` drives it with a plain list of requests on fds (pipes,
-// sockets, files).
+// transfers and requeues -EAGAIN / -EINTR. The backend (src/backends/uring.cpp) is the phase
+// driver's transport over the engine; `transfer()` drives it with a plain list of requests on fds
+// (pipes, sockets, files).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -61,9 +61,7 @@ struct Op {
   uint64_t len = 0;
   // Where the bytes are (inside the slot's buffer); nullptr = the buffer's start.
   std::byte* data = nullptr;
-  // Opaque tags for the op source (file index, extent index, position in the extent).
-  size_t file = 0, extent = 0;
-  uint64_t pos = 0;
+  const std::string* name = nullptr;  // what errors name (the file's path)
   static constexpr uint64_t kStream = ~uint64_t{0};
 };
 
@@ -75,67 +73,49 @@ struct Counters {
   uint64_t submit_calls = 0;       // io_uring_enter calls that submitted
 };
 
-class Engine;
-
-// Where ops come from and go to.
-class OpSource {
- public:
-  enum class Next { op, wait, done };
-  virtual ~OpSource() = default;
-  // Fills `op` for the next transfer into/out of `buf` (a free pool buffer); for writes the
-  // source fills the buffer. `wait`: nothing can start before some in-flight op completes.
-  virtual Next next(Engine& eng, Op& op, Buffer& buf) = 0;
-  // The op is fully transferred (any order).
-  virtual void completed(Engine&, const Op&) {}
-  // Releases the buffer: in submission order when the engine was asked to keep order (reads
-  // consumed in plan order), else right after completed().
-  virtual void release(Engine&, const Op&, Buffer&) {}
-  // What to name in errors: "<path>".
-  virtual std::string name(const Op& op) const = 0;
-};
-
 struct EngineOptions {
   unsigned submit_batch = 0;   // SQEs gathered per io_uring_enter; 0 = number of buffers
   bool fixed_buffers = false;  // buffers registered, in order, as buffer indices 0..n-1
-  bool in_order_release = false;
-  uint64_t direct_align = 0;     // > 0: every request must be aligned to this (O_DIRECT)
-  PhaseRecorder* rec = nullptr;  // per-op bytes and submit->complete latency
+  uint64_t direct_align = 0;   // > 0: every request must be aligned to this (O_DIRECT)
 };
 
 class Engine {
  public:
   // One slot per buffer: at most buffers.size() transfers in flight.
   Engine(Ring& ring, std::vector<Buffer*> buffers, const EngineOptions& opt);
-  // Runs until the source is done and every op completed. On error, waits for every in-flight
-  // op to finish (the kernel must not touch buffers after we return), then throws IoError naming
-  // the file, offset, length and errno text.
-  void run(OpSource& src);
+  // Prepares op on free slot s (its buffer, or op.data inside it); submitted with the next
+  // flush() or wait(), or at once when submit_batch SQEs are prepared. Throws IoError (after
+  // drain()) for a request O_DIRECT would refuse.
+  void submit(int s, const Op& op);
   // Submits prepared SQEs without waiting (call before blocking in a syscall of your own).
   void flush();
+  // Submits what is prepared and waits until at least one op completed in full; appends the slots
+  // of every op that did (their slots are free again). Short transfers are resubmitted for the
+  // rest and -EAGAIN / -EINTR requeued inside. On error, waits for every in-flight op (the kernel
+  // must not touch buffers after we return), then throws IoError naming the file, offset, length
+  // and errno text.
+  void wait(std::vector<int>& done);
+  // Waits for every op in flight, ignoring results (after an error).
+  void drain() noexcept;
   const Counters& counters() const { return counters_; }
-  size_t in_flight() const { return inflight_ + pending_.size(); }
+  size_t in_flight() const { return inflight_ + pending_.size() + retry_.size(); }
 
  private:
   struct Slot;
   void prep(int s);
   void submit_and_wait(unsigned wait_nr);
-  void reap();
-  void handle(int s, int res);
-  void drain() noexcept;
+  void reap(std::vector<int>& done);
+  void handle(int s, int res, std::vector<int>& done);
   [[noreturn]] void fail(int s, const std::string& what);
 
   Ring& ring_;
   EngineOptions opt_;
   std::vector<Buffer*> bufs_;
   std::vector<Slot> slots_;
-  std::vector<int> free_;
-  std::vector<int> fifo_;  // ring buffer of slot ids in submission order
-  size_t fifo_head_ = 0, fifo_len_ = 0;
   std::vector<int> retry_;
   std::vector<int> pending_;  // prepared, not yet submitted
   size_t inflight_ = 0;       // submitted, not completed
   Counters counters_;
-  OpSource* src_ = nullptr;  // during run()
 
  public:
   ~Engine();
