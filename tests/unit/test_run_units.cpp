@@ -1,10 +1,14 @@
-// Units of a run that need no MPI job: the cache-defeat choice, the per-point deadline.
+// Units of a run that need no MPI job: the cache-defeat choice, the per-point deadline, the
+// point warnings and summary, the preflight checks.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <thread>
 
 #include "ckptbench/agreement.hpp"
 #include "ckptbench/config.hpp"
+#include "ckptbench/error.hpp"
+#include "ckptbench/execution.hpp"
 #include "ckptbench/nodes.hpp"
 
 using namespace ckpt;
@@ -51,4 +55,101 @@ TEST(Deadline, ArmsPassesAndDisarms) {
   EXPECT_FALSE(d.passed());
   d.arm(4, 0);  // no timeout: never passes
   EXPECT_FALSE(d.passed());
+}
+
+// ---- preflight.cpp and point.cpp units, without MPI ----
+
+TEST(PointWarnings, CacheAndSyncSettings) {
+  PointConfig pc = point("rank-shift", false);
+  pc.sync = SyncPolicy::end;
+  pc.direct = false;
+  NodeMap one = nodes(1, false), two = nodes(2, false);
+  auto w = point_warnings(pc, CacheMode::rank_shift, one);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("single real node"), std::string::npos);
+  EXPECT_TRUE(point_warnings(pc, CacheMode::rank_shift, two).empty());
+  EXPECT_TRUE(point_warnings(pc, CacheMode::fadvise, one).empty());
+  w = point_warnings(pc, CacheMode::none, two);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("page cache"), std::string::npos);
+  pc.sync = SyncPolicy::none;
+  w = point_warnings(pc, CacheMode::fadvise, two);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("buffered I/O"), std::string::npos);
+  pc.direct = true;
+  w = point_warnings(pc, CacheMode::direct, two);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("volatile disk cache"), std::string::npos);
+}
+
+TEST(BlockSizeWarning, OnlyPastTheLargestRun) {
+  PointConfig pc;
+  pc.block_size = 4 << 20;
+  EXPECT_EQ(block_size_warning(pc, {{"largest_run_bytes", 4 << 20}}), "");
+  EXPECT_EQ(block_size_warning(pc, {{"largest_run_bytes", 0}}), "");
+  const std::string w = block_size_warning(pc, {{"largest_run_bytes", 1 << 20}});
+  EXPECT_NE(w.find("block_size 4.00 MiB exceeds the largest contiguous run (1.00 MiB"),
+            std::string::npos)
+      << w;
+}
+
+TEST(Summarize, MedianOverRepetitions) {
+  nlohmann::json reps = nlohmann::json::array();
+  for (double bw : {3.0, 1.0, 2.0, 10.0})
+    reps.push_back({{"save", {{"bandwidth_GiBps", bw}, {"elapsed_s", 1.0 / bw}}}});
+  auto s = summarize(reps, "save");
+  EXPECT_DOUBLE_EQ(s["bandwidth_GiBps"]["median"].get<double>(), 2.5);
+  EXPECT_DOUBLE_EQ(s["bandwidth_GiBps"]["min"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(s["bandwidth_GiBps"]["max"].get<double>(), 10.0);
+  EXPECT_EQ(s["repetitions"], 4);
+  EXPECT_TRUE(summarize(reps, "restore").empty());
+}
+
+TEST(Preflight, OutputPathMustBeAWritableFile) {
+  EXPECT_NO_THROW(check_output_path(""));
+  EXPECT_NO_THROW(check_output_path("/tmp/ckpt-preflight-out/sub/report.json"));
+  try {
+    check_output_path("/tmp");
+    FAIL() << "a directory was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--output '/tmp' is a directory"), std::string::npos);
+  }
+  if (geteuid() != 0) {  // root writes anywhere
+    EXPECT_THROW(check_output_path("/proc/ckpt-report.json"), ConfigError);
+  }
+}
+
+TEST(Preflight, TargetFactsRefusePointsNamingTheKey) {
+  RunConfig cfg;
+  cfg.points.resize(2);
+  cfg.points[1].direct = true;
+  cfg.points[1].block_size = 1 << 20;
+  TargetFacts f;
+  f.fs.type = "ext4";
+  f.fs.dio_offset_align = 4096;
+  EXPECT_EQ(target_point_error(cfg, f, "/tmp"), "");
+  f.odirect_ok = false;
+  f.odirect_why = "Invalid argument";
+  std::string e = target_point_error(cfg, f, "/tmp");
+  EXPECT_NE(e.find("point 2: 'direct': true, but the target's file system (ext4) refuses O_DIRECT"),
+            std::string::npos)
+      << e;
+  f.odirect_ok = true;
+  cfg.points[1].block_size = 4096 + 512;
+  e = target_point_error(cfg, f, "/tmp");
+  EXPECT_NE(e.find("point 2: 'block_size': 4608 is not a multiple of the target's direct-I/O "
+                   "alignment 4096"),
+            std::string::npos)
+      << e;
+  cfg.points[1].block_size = 1 << 20;
+  cfg.points[1].align = 6144;
+  e = target_point_error(cfg, f, "/tmp");
+  EXPECT_NE(e.find("'align': 6144"), std::string::npos) << e;
+  // A round trip through the JSON every rank receives.
+  f.fs.dio_mem_align = 512;
+  TargetFacts g = TargetFacts::from_json(f.to_json());
+  EXPECT_EQ(g.fs.type, "ext4");
+  EXPECT_EQ(g.fs.dio_offset_align, 4096u);
+  EXPECT_EQ(g.fs.dio_mem_align, 512u);
+  EXPECT_TRUE(g.odirect_ok);
 }

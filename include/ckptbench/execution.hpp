@@ -1,0 +1,135 @@
+// The units of run_benchmark (src/run.cpp), each in the file its name says:
+//   preflight.cpp   every check that can refuse a run, before any benchmark I/O
+//   point.cpp       one sweep point: plan, warnings, striping, buffers, repetitions, point report
+//   repetition.cpp  one repetition: directories, save, cache defeat, restore, clean-up
+//   phase.cpp       one timed phase (barrier, driver, node-aggregation remote side, reduction)
+//   cache.cpp       cache defeat between save and restore, page-cache residency sample
+//   progress.cpp    the live line, the per-repetition line, the partial document
+//   fault.cpp       the fault-injection hook
+#pragma once
+#include <mpi.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ckptbench/agreement.hpp"
+#include "ckptbench/backend.hpp"
+#include "ckptbench/config.hpp"
+#include "ckptbench/datapath.hpp"
+#include "ckptbench/fs.hpp"
+#include "ckptbench/layout.hpp"
+#include "ckptbench/metrics.hpp"
+#include "ckptbench/model.hpp"
+#include "ckptbench/nodes.hpp"
+#include "ckptbench/run.hpp"
+#include "ckptbench/sharding.hpp"
+
+namespace ckpt {
+
+// ---- point.cpp: the pure part of a point ----
+
+// Model, parallelism, node map and plan of a point (deterministic on every rank).
+struct Prepared {
+  ModelDesc model;
+  Parallelism par;
+  NodeMap nodes;
+  IoPlan plan;
+  uint64_t align = 4096;
+};
+Prepared prepare_point(const PointConfig& pc, MPI_Comm comm, uint64_t align);
+// The point's extent alignment: `align` when set, else max(4096, the O_DIRECT alignment).
+uint64_t point_align(const PointConfig& pc, uint64_t dio_align);
+// The report's `plan` of a point.
+nlohmann::json plan_json(const IoPlan& plan, const PointConfig& pc, const Parallelism& par,
+                         uint64_t align);
+// A block size larger than every contiguous run changes nothing: the warning, or "".
+std::string block_size_warning(const PointConfig& pc, const nlohmann::json& transfers);
+// What the point's settings make of the numbers (cache, sync): warnings, before any I/O.
+std::vector<std::string> point_warnings(const PointConfig& pc, CacheMode cache,
+                                        const NodeMap& nodes);
+// {bandwidth_GiBps, elapsed_s: {min, median, max}, repetitions} of one phase over repetitions.
+nlohmann::json summarize(const nlohmann::json& reps, const char* phase);
+
+// ---- preflight.cpp ----
+
+// --output must name a file whose directory (or nearest existing ancestor) is writable.
+// Throws ConfigError naming --output.
+void check_output_path(const std::string& output);
+// Plans every point (model, sharding, plan checked up front); returns the bytes the target must
+// hold (the largest point, or all of them with keep). With `prepared`, keeps the plans.
+uint64_t plan_points(const RunConfig& cfg, MPI_Comm comm, std::vector<Prepared>* prepared);
+// The file system under the run directory, as rank 0 found it (shared with every rank).
+struct TargetFacts {
+  FsInfo fs;
+  bool odirect_ok = true;
+  std::string odirect_why;
+  nlohmann::json to_json() const;
+  static TargetFacts from_json(const nlohmann::json& j);
+};
+// Rank 0: makes the target and a fresh run directory in it, probes the file system there and
+// checks the free space (removing the run directory again on refusal). Returns its path.
+std::string make_run_dir(const std::string& target, uint64_t need_bytes, bool free_space_check,
+                         TargetFacts& facts);
+// The checks that need the file system's facts (O_DIRECT, its alignment, Lustre striping), for
+// every point; "" when all pass, else the message (naming the point and the key).
+std::string target_point_error(const RunConfig& cfg, const TargetFacts& facts,
+                               const std::string& run_dir);
+
+// ---- the state of a run, shared by the units below ----
+
+struct RunState {
+  const RunConfig& cfg;
+  const RunOptions& opt;
+  MPI_Comm comm;
+  int rank = 0, size = 1;
+  Agreement& agree;
+  Deadline& deadline;
+  std::string target, run_dir;
+  const DirFd& run_fd;
+  TargetFacts facts;
+  nlohmann::json& doc;               // the report so far (finished points)
+  nlohmann::json current = nullptr;  // the point being run, kept for the report if it fails
+  bool say = false;                  // rank 0 prints progress
+};
+
+// One point as it runs.
+struct PointRun {
+  PointRun(const PointConfig& p, int i) : pc(p), index(i) {}
+  const PointConfig& pc;
+  int index = 0;  // 1-based
+  uint64_t align = 4096;
+  Prepared prep;
+  std::unique_ptr<Backend> backend;
+  CacheMode cache = CacheMode::none;
+  std::unique_ptr<Pattern> pattern;
+  std::unique_ptr<BufferPool> pool;
+  nlohmann::json pj;  // the point's report
+  nlohmann::json warnings = nlohmann::json::array();
+  nlohmann::json reps = nlohmann::json::array();
+  void warn(const RunState& rs, const std::string& w);
+};
+
+// point.cpp: runs point pi (0-based) and returns its report.
+nlohmann::json run_point(RunState& rs, int pi);
+// repetition.cpp: runs repetition rep (0-based) of the point, appends its report to pt.reps,
+// keeps rs.current and the partial document up to date, and removes its files unless kept.
+void run_repetition(RunState& rs, PointRun& pt, int rep);
+// phase.cpp: one timed phase of this rank over `io` in `dir`, reduced across ranks.
+PhaseResult run_phase(RunState& rs, PointRun& pt, Phase phase, const RankIo& io,
+                      const std::string& dir, int dirfd, RankDataPath& dp, int rep);
+// cache.cpp: defeats the cache between save and restore (untimed) and samples how much of what
+// this rank will read is still resident; returns the report's `cache`.
+nlohmann::json defeat_cache(RunState& rs, PointRun& pt, const std::string& dir,
+                            const RankIo& reads);
+// progress.cpp
+// "[2/6] layout=shared-file rep 1/3: save 1.234 GiB/s (0.5 s), restore ..." on rank 0 (unless
+// quiet).
+void print_repetition(const RunState& rs, const PointRun& pt, int rep, const PhaseResult& save,
+                      const PhaseResult& restore);
+// The document as it would stand if the run died now: the finished points, this point with its
+// finished repetitions ("incomplete"), status "failed" with the reason "interrupted".
+nlohmann::json partial_document(const nlohmann::json& doc, const PointRun& pt);
+
+}  // namespace ckpt

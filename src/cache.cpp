@@ -1,0 +1,53 @@
+// Cache defeat between a save and its restore (untimed), and how much of what each rank will
+// read is still in the page cache afterwards (sampled), for the report's `cache`.
+#include "ckptbench/error.hpp"
+#include "ckptbench/execution.hpp"
+
+namespace ckpt {
+
+using json = nlohmann::json;
+
+json defeat_cache(RunState& rs, PointRun& pt, const std::string& dir, const RankIo& reads) {
+  const RankIo& mine = pt.prep.plan.ranks[static_cast<size_t>(rs.rank)];
+  json cj = {{"method", cache_name(pt.cache)}};
+  auto [o, m] = attempt(rs.rank, [&] {
+    if (pt.cache == CacheMode::fadvise)
+      for (const auto& f : mine.files) fadvise_dontneed(dir + "/" + f.path);
+  });
+  rs.agree(o, m, 0);
+  if (pt.cache == CacheMode::drop_caches) {
+    MPI_Barrier(rs.comm);
+    // One rank per node (rank 0 only when nodes are emulated: they share one page cache).
+    const auto& node = pt.prep.nodes.node_of_rank;
+    const bool leader =
+        rs.rank == 0 || (!pt.prep.nodes.emulated && node[static_cast<size_t>(rs.rank)] !=
+                                                        node[static_cast<size_t>(rs.rank - 1)]);
+    auto [o2, m2] = attempt(rs.rank, [&] {
+      if (!leader) return;
+      std::string why = drop_caches();
+      if (!why.empty()) throw IoError("cache 'drop-caches': " + why);
+    });
+    rs.agree(o2, m2, 0);
+  }
+  // Residency of the files this rank will read (sampled: at most 256 files per rank).
+  uint64_t res_b = 0, tot_b = 0;
+  size_t sampled = 0;
+  for (const auto& f : reads.files) {
+    if (sampled++ >= 256) break;
+    uint64_t rb = 0, fb = 0;
+    if (resident_fraction(dir + "/" + f.path, &rb, &fb) >= 0) {
+      res_b += rb;
+      tot_b += fb;
+    }
+  }
+  uint64_t loc[2] = {res_b, tot_b}, glob[2];
+  MPI_Allreduce(loc, glob, 2, MPI_UINT64_T, MPI_SUM, rs.comm);
+  cj["resident_bytes_sampled"] = glob[0];
+  cj["file_bytes_sampled"] = glob[1];
+  cj["resident_fraction"] =
+      glob[1] ? static_cast<double>(glob[0]) / static_cast<double>(glob[1]) : 0.0;
+  cj["bypassed_by_o_direct"] = pt.pc.direct;
+  return cj;
+}
+
+}  // namespace ckpt

@@ -1,0 +1,55 @@
+// One timed phase of one rank: the buffers are prefilled (untimed), a barrier aligns the starts,
+// then the phase driver runs the backend over this rank's files and the non-leader side of node
+// aggregation sends or receives its pieces; the clock stops, the ranks agree on the outcome and
+// the records are reduced across ranks.
+#include <string>
+
+#include "ckptbench/error.hpp"
+#include "ckptbench/execution.hpp"
+#include "ckptbench/fault.hpp"
+#include "ckptbench/progress.hpp"
+
+namespace ckpt {
+
+PhaseResult run_phase(RunState& rs, PointRun& pt, Phase phase, const RankIo& io,
+                      const std::string& dir, int dirfd, RankDataPath& dp, int rep) {
+  PhaseRecorder rec;
+  PhaseContext ctx;
+  ctx.phase = phase;
+  ctx.cfg = &pt.pc;
+  ctx.plan = &pt.prep.plan;
+  ctx.model = &pt.prep.model;
+  ctx.io = &io;
+  ctx.dir = dir;
+  ctx.dirfd = dirfd;
+  ctx.comm = rs.comm;
+  ctx.pool = pt.pool.get();
+  ctx.data = &dp;
+  ctx.rec = &rec;
+  ctx.align = pt.align;
+  ctx.dio_align = rs.facts.fs.dio_offset_align;
+  ctx.verify = rs.cfg.verify && phase == Phase::restore;
+  // Untimed: every buffer holds the pattern's base again, so a save stages its transfers by
+  // writing stamps only.
+  if (phase == Phase::save) pt.pool->prefill(*pt.pattern);
+  const char* pname = phase == Phase::save ? "save" : "restore";
+  MPI_Barrier(rs.comm);
+  rec.start_s = now_s();
+  {
+    LiveLine live(rs.rank == 0 && !rs.opt.quiet && rs.opt.live, rec, pname, pt.index,
+                  static_cast<int>(rs.cfg.points.size()), io.transfer_bytes);
+    auto [o, m] = attempt(rs.rank, [&] {
+      if (fault_requested(pt.index, rep + 1, pname, rs.rank))
+        throw IoError(std::string("injected fault (") + kFaultEnv + ") in " + pname + " of point " +
+                      std::to_string(pt.index));
+      pt.backend->run(ctx);
+      remote_side(pt.prep.plan, io, phase, pt.pc, pt.pool->at(0), dp, rec);
+    });
+    rec.end_s = now_s();
+    live.stop();
+    rs.agree(o, m, rec.end_s - rec.start_s);
+  }
+  return reduce_phase(rec, rs.comm);
+}
+
+}  // namespace ckpt

@@ -1,0 +1,240 @@
+// One sweep point: its plan and warnings, the point directory (striped before any file exists in
+// it), the buffer pool and pattern, its repetitions, and the point report.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "ckptbench/error.hpp"
+#include "ckptbench/execution.hpp"
+#include "ckptbench/lustre.hpp"
+#include "ckptbench/transfer.hpp"
+#include "ckptbench/units.hpp"
+
+namespace ckpt {
+
+using json = nlohmann::json;
+
+Prepared prepare_point(const PointConfig& pc, MPI_Comm comm, uint64_t align) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  Prepared p;
+  p.model = build_model(pc.model);
+  p.par = resolve_parallelism(pc.parallelism, size, p.model);
+  p.nodes = node_map(comm, pc.ranks_per_node);
+  p.align = align;
+  p.plan = make_plan(plan_input(pc, p.model, p.par, align, size, p.nodes.node_of_rank));
+  return p;
+}
+
+uint64_t point_align(const PointConfig& pc, uint64_t dio_align) {
+  if (pc.align) return pc.align;
+  return std::max<uint64_t>(4096, dio_align);
+}
+
+json plan_json(const IoPlan& plan, const PointConfig& pc, const Parallelism& par, uint64_t align) {
+  json j = plan_stats_json(plan.stats);
+  j["transfers"] =
+      transfer_stats_json(transfer_stats(plan, pc.block_size, pc.transfer), pc.transfer);
+  j["virtual_ranks"] = virtual_world(par);
+  j["parallelism"] = parallelism_to_json(par);
+  j["align"] = align;
+  j["any_shared_file"] = plan.any_shared;
+  return j;
+}
+
+std::string block_size_warning(const PointConfig& pc, const json& transfers) {
+  const uint64_t run = transfers.value("largest_run_bytes", uint64_t{0});
+  if (run == 0 || pc.block_size <= run) return "";
+  return "block_size " + format_bytes(pc.block_size) + " exceeds the largest contiguous run (" +
+         format_bytes(run) + ", transfer '" + transfer_mode_name(pc.transfer) +
+         "'): every transfer is a whole run, so block size has no effect on this point";
+}
+
+std::vector<std::string> point_warnings(const PointConfig& pc, CacheMode cache,
+                                        const NodeMap& nodes) {
+  std::vector<std::string> w;
+  if (cache == CacheMode::rank_shift && (nodes.nodes < 2 || nodes.emulated))
+    w.push_back(
+        "cache rank-shift on a single real node: restore reads another rank's files from the "
+        "same page cache, so it does not defeat the cache");
+  if (cache == CacheMode::none)
+    w.push_back("cache 'none': restore may be served from the page cache (not disk speed)");
+  if (pc.sync == SyncPolicy::none && !pc.direct)
+    w.push_back(
+        "sync 'none' with buffered I/O: save time ends when data reaches the page cache, not the "
+        "disk");
+  if (pc.sync == SyncPolicy::none && pc.direct)
+    w.push_back(
+        "sync 'none' with O_DIRECT: completed writes may still sit in a volatile disk cache");
+  return w;
+}
+
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+json summarize(const json& reps, const char* phase) {
+  std::vector<double> bw, el;
+  for (const auto& r : reps) {
+    if (!r.contains(phase)) continue;
+    bw.push_back(r[phase]["bandwidth_GiBps"].get<double>());
+    el.push_back(r[phase]["elapsed_s"].get<double>());
+  }
+  if (bw.empty()) return json::object();
+  auto mmm = [](const std::vector<double>& v) {
+    return json{{"min", *std::min_element(v.begin(), v.end())},
+                {"median", median(v)},
+                {"max", *std::max_element(v.begin(), v.end())}};
+  };
+  return {{"bandwidth_GiBps", mmm(bw)}, {"elapsed_s", mmm(el)}, {"repetitions", bw.size()}};
+}
+
+void PointRun::warn(const RunState& rs, const std::string& w) {
+  if (rs.rank == 0) std::fprintf(stderr, "ckptbench: warning: %s\n", w.c_str());
+  warnings.push_back(w);
+}
+
+namespace {
+
+// Plan, backend and cache choice of the point, agreed on by every rank.
+void prepare(RunState& rs, PointRun& pt) {
+  auto [o, m] = attempt(rs.rank, [&] {
+    pt.prep = prepare_point(pt.pc, rs.comm, pt.align);
+    pt.backend = find_backend(pt.pc.backend).create(pt.pc);
+    if (!pt.backend) throw ConfigError("backend '" + pt.pc.backend + "' is not available here");
+  });
+  rs.agree(o, m, 0);
+  bool has_remote = false;
+  for (const auto& r : pt.prep.plan.ranks) has_remote |= !r.remote.empty();
+  pt.cache = resolve_cache(pt.pc, pt.prep.nodes, has_remote, can_drop_caches());
+  for (const auto& w : point_warnings(pt.pc, pt.cache, pt.prep.nodes)) pt.warnings.push_back(w);
+}
+
+// The point directory, striped (on Lustre) before any file exists in it; repetition
+// directories and files inherit the layout.
+void make_point_dir(RunState& rs, PointRun& pt, const std::string& name, const std::string& dir) {
+  json striping;
+  std::string sw;
+  auto [o, m] = attempt(rs.rank, [&] {
+    if (rs.rank != 0) return;
+    mkdir_beneath(rs.run_fd.get(), name, dir);
+    sw = apply_striping(dir, stripe_request(pt.pc), rs.facts.fs.type, rs.cfg.strict, striping);
+  });
+  rs.agree(o, m, 0);
+  if (!sw.empty()) pt.warnings.push_back(sw);
+  pt.pj["striping"] = striping;
+}
+
+// The report's settings of the point (everything that changes a number), and the warning when
+// the kernel did not back the O_DIRECT buffers with huge pages.
+void point_settings(RunState& rs, PointRun& pt) {
+  const PointConfig& pc = pt.pc;
+  BufferPool& pool = *pt.pool;
+  // What the kernel really backed with huge pages (the least of any rank; -1 unknown).
+  int64_t huge_min = pool.huge_page_bytes();
+  MPI_Allreduce(MPI_IN_PLACE, &huge_min, 1, MPI_INT64_T, MPI_MIN, rs.comm);
+  // Only transfers above 512 KiB can need more than 128 scattered 4 KiB pages, the smallest
+  // common max_segments of block devices (virtio-blk: 254); smaller ones are never split.
+  constexpr uint64_t kSplitRisk = 512u << 10;
+  if (pc.direct && huge_min >= 0 && static_cast<uint64_t>(huge_min) < pool.total_bytes() &&
+      pc.block_size > kSplitRisk)
+    pt.warnings.push_back(
+        "only " + format_bytes(static_cast<uint64_t>(huge_min)) + " of the " +
+        format_bytes(pool.total_bytes()) +
+        " buffer pool is backed by huge pages (transparent huge pages off or memory "
+        "fragmented): O_DIRECT transfers from scattered 4 KiB pages can exceed the device's "
+        "segment limit and be split, which lowers bandwidth on some devices");
+  pt.pj["settings"] = {
+      {"align", pt.align},
+      {"pad_to_align", pads_to_align(pc)},
+      {"transfer", transfer_mode_name(pc.transfer)},
+      {"dio_offset_align", rs.facts.fs.dio_offset_align},
+      {"buffer_pool_bytes", pool.total_bytes()},
+      {"buffers", pool.count()},
+      {"buffer_huge_pages", pool.huge_pages()},
+      {"buffer_huge_page_bytes", huge_min},
+      {"cache", cache_name(pt.cache)},
+      {"sync", sync_name(pc.sync)},
+      {"preallocate", pc.preallocate},
+      {"pattern",
+       {{"period_bytes", pt.pattern->period()},
+        {"stamp_every_bytes", Pattern::kStampEvery},
+        {"function_of", "file and absolute file offset (any transfer cut verifies)"},
+        {"fill",
+         "pool prefilled before each save, untimed; 16-byte stamp per 4 KiB inside the timed "
+         "save (a transfer at an offset that is not a multiple of 4 KiB is copied in full)"},
+        {"verify", rs.cfg.verify ? "inline in the timed restore" : "off"}}},
+      {"backend", pt.backend->describe()}};
+  // Peak resident memory of the rank processes so far (cumulative over the run's points).
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  double rss = static_cast<double>(ru.ru_maxrss) * 1024.0, mn = 0, mx = 0;
+  MPI_Allreduce(&rss, &mn, 1, MPI_DOUBLE, MPI_MIN, rs.comm);
+  MPI_Allreduce(&rss, &mx, 1, MPI_DOUBLE, MPI_MAX, rs.comm);
+  pt.pj["memory"] = {{"peak_rss_bytes", {{"min", mn}, {"max", mx}}},
+                     {"buffer_pool_bytes", pool.total_bytes()},
+                     {"note", "peak since process start, so it covers earlier points too"}};
+}
+
+}  // namespace
+
+json run_point(RunState& rs, int pi) {
+  PointRun pt(rs.cfg.points[static_cast<size_t>(pi)], pi + 1);
+  const PointConfig& pc = pt.pc;
+  pt.align = point_align(pc, rs.facts.fs.dio_offset_align);
+  MPI_Barrier(rs.comm);
+  rs.deadline.arm(pt.index, rs.cfg.timeout_s);
+  pt.pj = {{"index", pt.index}, {"params", pc.params}, {"config", pc.resolved}};
+  pt.pj["status"] = "running";
+  prepare(rs, pt);
+  char point_name[32];
+  std::snprintf(point_name, sizeof point_name, "point-%03d", pt.index);
+  const std::string point_dir = rs.run_dir + "/" + point_name;
+  make_point_dir(rs, pt, point_name, point_dir);
+  if (rs.rank == 0)
+    for (const auto& w : pt.warnings)
+      std::fprintf(stderr, "ckptbench: warning: %s\n", w.get<std::string>().c_str());
+
+  const IoPlan& plan = pt.prep.plan;
+  pt.pj["plan"] = plan_json(plan, pc, pt.prep.par, pt.align);
+  if (std::string w = block_size_warning(pc, pt.pj["plan"]["transfers"]); !w.empty())
+    pt.warn(rs, w);
+  size_t vr_run = 0;
+  for (const auto& r : plan.ranks) vr_run += r.vranks.size();
+  pt.pj["plan"]["virtual_ranks_run"] = vr_run;
+  pt.pj["plan"]["real_ranks"] = rs.size;
+  pt.pj["plan"]["nodes"] = pt.prep.nodes.nodes;
+  pt.pj["plan"]["nodes_emulated"] = pt.prep.nodes.emulated;
+
+  const size_t nbuf = static_cast<size_t>(std::max(1, pc.queue_depth));
+  pt.pattern = std::make_unique<Pattern>(Pattern::period_for(pc.block_size), 0x5EED0000ull + pi);
+  pt.pool = std::make_unique<BufferPool>(nbuf, pc.block_size,
+                                         std::max<uint64_t>(rs.facts.fs.dio_mem_align, 4096),
+                                         pt.pattern->period());
+
+  for (int rep = 0; rep < rs.cfg.repetitions; rep++) run_repetition(rs, pt, rep);
+  pt.pj["repetitions"] = pt.reps;
+  pt.pj["summary"] = {{"save", summarize(pt.reps, "save")},
+                      {"restore", summarize(pt.reps, "restore")}};
+  point_settings(rs, pt);
+  pt.pj["warnings"] = pt.warnings;
+  pt.pj["status"] = "ok";
+  rs.current = nullptr;
+  rs.deadline.disarm();
+  if (!rs.cfg.keep && rs.rank == 0) {
+    std::error_code ec;
+    std::filesystem::remove(point_dir, ec);  // empty by now; never removes foreign files
+  }
+  return pt.pj;
+}
+
+}  // namespace ckpt

@@ -1,0 +1,119 @@
+// Every check that can refuse a run, before any benchmark I/O: the report path, every point's
+// model, sharding and plan (bad input: exit 2, nothing created), then the facts of the target's
+// file system - probed in a fresh run directory, which is removed again when a point cannot run
+// there (O_DIRECT refused or misaligned, striping impossible, not enough free space).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "ckptbench/error.hpp"
+#include "ckptbench/execution.hpp"
+#include "ckptbench/lustre.hpp"
+#include "ckptbench/report.hpp"
+#include "ckptbench/units.hpp"
+
+namespace ckpt {
+
+using json = nlohmann::json;
+
+void check_output_path(const std::string& output) {
+  if (output.empty()) return;
+  const std::filesystem::path out(absolute_path(output));
+  if (std::filesystem::is_directory(out))
+    throw ConfigError("--output '" + output + "' is a directory; give a file name");
+  // The report must be writable before anything is measured: its directory (or the nearest
+  // existing ancestor, where it would be created) must be writable.
+  std::filesystem::path parent = out.parent_path();
+  while (!parent.empty() && !std::filesystem::exists(parent)) parent = parent.parent_path();
+  if (parent.empty() || access(parent.c_str(), W_OK | X_OK) != 0)
+    throw ConfigError("--output '" + output + "': directory '" + parent.string() +
+                      "' is not writable (" + errno_text(errno) + ")");
+}
+
+uint64_t plan_points(const RunConfig& cfg, MPI_Comm comm, std::vector<Prepared>* prepared) {
+  uint64_t need = 0;
+  for (size_t i = 0; i < cfg.points.size(); i++) {
+    try {
+      Prepared p = prepare_point(cfg.points[i], comm, point_align(cfg.points[i], 4096));
+      const uint64_t bytes = p.plan.stats.file_bytes;
+      need =
+          cfg.keep ? need + bytes * static_cast<uint64_t>(cfg.repetitions) : std::max(need, bytes);
+      if (prepared) prepared->push_back(std::move(p));
+    } catch (const ConfigError& e) {
+      if (cfg.points.size() == 1) throw;
+      throw ConfigError("point " + std::to_string(i + 1) + " " + cfg.points[i].params.dump() +
+                        ": " + e.what());
+    }
+  }
+  return need;
+}
+
+json TargetFacts::to_json() const {
+  return {{"fs", fs.to_json()}, {"odirect", odirect_ok}, {"why", odirect_why}};
+}
+
+TargetFacts TargetFacts::from_json(const json& j) {
+  TargetFacts t;
+  t.fs.type = j["fs"]["type"];
+  t.fs.dio_offset_align = j["fs"]["dio_offset_align"];
+  t.fs.dio_mem_align = j["fs"]["dio_mem_align"];
+  t.odirect_ok = j["odirect"];
+  t.odirect_why = j["why"];
+  return t;
+}
+
+std::string make_run_dir(const std::string& target, uint64_t need_bytes, bool free_space_check,
+                         TargetFacts& facts) {
+  make_dirs(target);
+  char stamp[64];
+  std::string t = utc_now();
+  std::snprintf(stamp, sizeof stamp, "ckptbench-%s-%d", t.c_str(), static_cast<int>(getpid()));
+  for (char& c : stamp)
+    if (c == ':') c = '-';
+  const std::string run_dir = target + "/" + stamp;
+  if (::mkdir(run_dir.c_str(), 0755) != 0)
+    throw_errno("create run directory '" + run_dir + "'", errno);
+  try {
+    facts.fs = probe_fs(run_dir);
+    dio_alignment(run_dir, facts.fs);
+    facts.odirect_ok = supports_odirect(run_dir, &facts.odirect_why);
+    // Free space: the largest point (or all of them with keep) plus 5% and 64 MiB of margin.
+    uint64_t want = need_bytes + need_bytes / 20 + (64ull << 20);
+    if (free_space_check && facts.fs.free_bytes < want)
+      throw ConfigError("target '" + target + "' has " + format_bytes(facts.fs.free_bytes) +
+                        " free, the run needs " + format_bytes(want) +
+                        " (largest point plus 5% margin); free space, lower model.scale, or set "
+                        "\"free_space_check\": false to try anyway");
+  } catch (...) {
+    ::rmdir(run_dir.c_str());
+    throw;
+  }
+  return run_dir;
+}
+
+std::string target_point_error(const RunConfig& cfg, const TargetFacts& facts,
+                               const std::string& run_dir) {
+  const FsInfo& fsi = facts.fs;
+  for (size_t i = 0; i < cfg.points.size(); i++) {
+    const auto& pc = cfg.points[i];
+    const std::string where = cfg.points.size() > 1 ? "point " + std::to_string(i + 1) + ": " : "";
+    if (pc.direct && !facts.odirect_ok)
+      return where + "'direct': true, but the target's file system (" + fsi.type +
+             ") refuses O_DIRECT (" + facts.odirect_why + "); set \"direct\": false";
+    if (pc.direct && pc.block_size % fsi.dio_offset_align != 0)
+      return where + "'block_size': " + std::to_string(pc.block_size) +
+             " is not a multiple of the target's direct-I/O alignment " +
+             std::to_string(fsi.dio_offset_align) + " ('direct' is true)";
+    if (pc.direct && pc.align && pc.align % fsi.dio_offset_align != 0)
+      return where + "'align': " + std::to_string(pc.align) +
+             " is not a multiple of the target's direct-I/O alignment " +
+             std::to_string(fsi.dio_offset_align);
+    if (auto e = striping_error(run_dir, stripe_request(pc), fsi.type, cfg.strict); !e.empty())
+      return where + e;
+  }
+  return "";
+}
+
+}  // namespace ckpt

@@ -1,0 +1,73 @@
+// What a run shows while it runs: the live line of a phase, one line per repetition, and the
+// partial document rewritten after every repetition.
+#include "ckptbench/progress.hpp"
+
+#include <chrono>
+#include <cstdio>
+
+#include "ckptbench/execution.hpp"
+#include "ckptbench/layout.hpp"
+
+namespace ckpt {
+
+std::string progress_params(const PointConfig& pc) {
+  if (pc.params.empty()) return layout_name(pc.layout.kind) + " " + pc.backend;
+  std::string s;
+  for (auto it = pc.params.begin(); it != pc.params.end(); ++it) {
+    std::string v = it->is_string() ? it->get<std::string>() : it->dump();
+    s += (s.empty() ? "" : " ") + it.key() + "=" + v;
+  }
+  return s;
+}
+
+LiveLine::LiveLine(bool on, const PhaseRecorder& rec, const char* phase, int point, int points,
+                   uint64_t total_bytes) {
+  if (!on) return;
+  const double total = static_cast<double>(total_bytes);
+  t_ = std::thread([this, &rec, total, phase, point, points] {
+    double last_b = 0, last_t = now_s();
+    while (!stop_.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      if (stop_.load()) break;
+      double t = now_s(), b = static_cast<double>(rec.bytes());
+      double rate = t > last_t ? (b - last_b) / (t - last_t) : 0;
+      last_b = b;
+      last_t = t;
+      std::printf("\r[%d/%d] %-7s rank 0: %.1f of %.1f MiB, now %.3f GiB/s   ", point, points,
+                  phase, b / 1048576.0, total / 1048576.0, rate / 1073741824.0);
+      std::fflush(stdout);
+    }
+    std::printf("\r\033[K");
+    std::fflush(stdout);
+  });
+}
+
+void LiveLine::stop() {
+  stop_ = true;
+  if (t_.joinable()) t_.join();
+}
+
+void print_repetition(const RunState& rs, const PointRun& pt, int rep, const PhaseResult& save,
+                      const PhaseResult& restore) {
+  if (!rs.say) return;
+  std::printf("[%d/%d] %s rep %d/%d: save %.3f GiB/s (%.3f s), restore %.3f GiB/s (%.3f s)\n",
+              pt.index, static_cast<int>(rs.cfg.points.size()), progress_params(pt.pc).c_str(),
+              rep + 1, rs.cfg.repetitions, save.bandwidth_GiBps(), save.elapsed_s,
+              restore.bandwidth_GiBps(), restore.elapsed_s);
+  std::fflush(stdout);
+}
+
+nlohmann::json partial_document(const nlohmann::json& doc, const PointRun& pt) {
+  nlohmann::json partial = doc;
+  nlohmann::json cur = pt.pj;
+  cur["repetitions"] = pt.reps;
+  cur["status"] = "incomplete";
+  partial["points"].push_back(cur);
+  partial["status"] = "failed";
+  partial["error"] =
+      "interrupted: the run did not finish (this document is rewritten when it does)";
+  partial["points_completed"] = doc["points"].size();
+  return partial;
+}
+
+}  // namespace ckpt

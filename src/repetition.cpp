@@ -1,0 +1,137 @@
+// One repetition of a point: its directories (untimed, exclusive, no link followed), the timed
+// save, cache defeat and residency sample (untimed), the timed restore with inline verification,
+// the repetition's report, and its clean-up.
+#include <fcntl.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "ckptbench/error.hpp"
+#include "ckptbench/execution.hpp"
+#include "ckptbench/fault.hpp"
+#include "ckptbench/lustre.hpp"
+
+namespace ckpt {
+
+using json = nlohmann::json;
+
+namespace {
+
+// The plan's directories below a repetition directory, created exclusively. Parents come before
+// children: one depth level at a time, each level's directories shared out round-robin among
+// the ranks, with an error agreement after each level.
+void make_plan_dirs(const std::vector<std::string>& dirs, int dirfd, const std::string& shown,
+                    int rank, int size, const Agreement& agree) {
+  auto depth_of = [](const std::string& d) {
+    return 1 + static_cast<size_t>(std::count(d.begin(), d.end(), '/'));
+  };
+  size_t max_depth = 0;
+  for (const auto& d : dirs) max_depth = std::max(max_depth, depth_of(d));
+  for (size_t depth = 1; depth <= max_depth; depth++) {
+    auto [o, m] = attempt(rank, [&] {
+      size_t k = 0;
+      for (const auto& d : dirs) {
+        if (depth_of(d) != depth) continue;
+        if (static_cast<int>(k++ % static_cast<size_t>(size)) == rank)
+          mkdir_beneath(dirfd, d, shown + "/" + d);
+      }
+    });
+    agree(o, m, 0);
+  }
+}
+
+// Rank 0 makes the repetition directory, every rank holds it open, then the plan's directories
+// are shared out among the ranks.
+DirFd make_rep_dir(RunState& rs, const PointRun& pt, const char* sub, const std::string& dir) {
+  DirFd rep_fd;
+  auto [o, m] = attempt(rs.rank, [&] {
+    if (rs.rank == 0) mkdir_beneath(rs.run_fd.get(), sub, dir);
+  });
+  rs.agree(o, m, 0);
+  auto [o1, m1] = attempt(rs.rank, [&] {
+    int fd = open_beneath(rs.run_fd.get(), sub, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) throw IoError("open directory '" + dir + "': " + beneath_error(-fd));
+    rep_fd = DirFd(fd, dir);
+  });
+  rs.agree(o1, m1, 0);
+  make_plan_dirs(pt.prep.plan.dirs, rep_fd.get(), dir, rs.rank, rs.size, rs.agree);
+  return rep_fd;
+}
+
+// After the first repetition on Lustre: the striping the files really got.
+void check_striping(RunState& rs, PointRun& pt, const std::string& dir) {
+  if (rs.rank != 0 || pt.pj["striping"].value("status", "") != "applied") return;
+  std::vector<std::string> files;
+  for (const auto& r : pt.prep.plan.ranks)
+    for (const auto& f : r.files)
+      if (f.create) files.push_back(dir + "/" + f.path);
+  json got = read_striping(files, 16, rs.facts.fs.type);
+  pt.pj["striping"]["obtained"] = got;
+  std::string w = stripe_mismatch(stripe_request(pt.pc), got);
+  if (!w.empty()) pt.warn(rs, w);
+}
+
+}  // namespace
+
+void run_repetition(RunState& rs, PointRun& pt, int rep) {
+  const IoPlan& plan = pt.prep.plan;
+  const RankIo& mine = plan.ranks[static_cast<size_t>(rs.rank)];
+  char sub[64];
+  std::snprintf(sub, sizeof sub, "point-%03d/rep-%02d", pt.index, rep + 1);
+  const std::string dir = rs.run_dir + "/" + sub;
+  DirFd rep_fd = make_rep_dir(rs, pt, sub, dir);
+
+  json rj = {{"repetition", rep + 1}};
+  RankDataPath dp(*pt.pattern, rs.rank, rs.comm, rs.cfg.verify, dir);
+  PhaseResult save = run_phase(rs, pt, Phase::save, mine, dir, rep_fd.get(), dp, rep);
+  rj["save"] = save.to_json();
+  // Distinct files (a shared file counts once); per-rank handles are counted separately.
+  rj["save"]["rank_file_handles"] = save.files;
+  rj["save"]["files"] = plan.stats.files;
+  rj["save"]["sync"] = sync_name(pt.pc.sync);
+
+  // With rank-shift, each rank reads the files of the rank ranks/nodes further on.
+  const RankIo& reads = pt.cache == CacheMode::rank_shift
+                            ? plan.ranks[static_cast<size_t>(
+                                  (rs.rank + std::max(1, rs.size / pt.prep.nodes.nodes)) % rs.size)]
+                            : mine;
+  rj["cache"] = defeat_cache(rs, pt, dir, reads);
+  if (fault_requested(pt.index, rep + 1, "between", rs.rank)) damage_between_phases(mine, dir);
+  dp.set_rank_shift(pt.cache == CacheMode::rank_shift);
+  PhaseResult restore = run_phase(rs, pt, Phase::restore, reads, dir, rep_fd.get(), dp, rep);
+  rj["restore"] = restore.to_json();
+  rj["restore"]["rank_file_handles"] = restore.files;
+  rj["restore"]["files"] = plan.stats.files;
+  uint64_t v = dp.bytes_verified(), vsum = 0;
+  MPI_Allreduce(&v, &vsum, 1, MPI_UINT64_T, MPI_SUM, rs.comm);
+  if (pt.prep.nodes.nodes > 1) {
+    const auto& nodes = pt.prep.nodes.node_of_rank;
+    rj["save"]["per_node"] = per_node_bandwidth(nodes, save.rank_bytes, save.rank_times_s);
+    rj["restore"]["per_node"] = per_node_bandwidth(nodes, restore.rank_bytes, restore.rank_times_s);
+  }
+  if (rep == 0) check_striping(rs, pt, dir);
+  rj["verified"] = rs.cfg.verify;
+  rj["bytes_verified"] = vsum;
+  rj["restore"]["verify_inline"] = rs.cfg.verify;
+  pt.reps.push_back(rj);
+  rs.current = pt.pj;
+  rs.current["repetitions"] = pt.reps;
+  rs.current["warnings"] = pt.warnings;
+  print_repetition(rs, pt, rep, save, restore);
+
+  // Every rank passes here; only rank 0 writes, and all agree on whether it worked.
+  auto [po, pm] = attempt(rs.rank, [&] {
+    if (rs.rank == 0 && rs.opt.on_progress) rs.opt.on_progress(partial_document(rs.doc, pt));
+  });
+  rs.agree(po, pm, 0);
+  // Clean up (untimed) unless kept.
+  MPI_Barrier(rs.comm);
+  if (!rs.cfg.keep) {
+    auto [o, m] = attempt(rs.rank, [&] {
+      if (rs.rank == 0) remove_tree(dir, rs.run_dir);
+    });
+    rs.agree(o, m, 0);
+  }
+}
+
+}  // namespace ckpt
