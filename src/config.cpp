@@ -41,12 +41,17 @@ std::string cache_name(CacheMode c) {
   return "?";
 }
 
+// The point keys, then one option section per registered backend (named after it).
 const std::vector<std::string>& point_keys() {
-  static const std::vector<std::string> k = {
-      "model",   "parallelism", "layout",   "chunk_size",   "ranks_per_file", "ranks_per_node",
-      "backend", "block_size",  "transfer", "queue_depth",  "direct",         "sync",
-      "align",   "preallocate", "cache",    "stripe_count", "stripe_size",    "stripe_pool",
-      "posix",   "io_uring",    "mpiio",    "hdf5",         "preset"};
+  static const std::vector<std::string> k = [] {
+    std::vector<std::string> v = {"model",          "parallelism",    "layout",  "chunk_size",
+                                  "ranks_per_file", "ranks_per_node", "backend", "block_size",
+                                  "transfer",       "queue_depth",    "direct",  "sync",
+                                  "align",          "preallocate",    "cache",   "stripe_count",
+                                  "stripe_size",    "stripe_pool",    "preset"};
+    for (const auto& b : backend_registry()) v.push_back(b.name);
+    return v;
+  }();
   return k;
 }
 

@@ -28,7 +28,6 @@ PhaseResult run_phase(RunState& rs, PointRun& pt, Phase phase, const RankIo& io,
   ctx.rec = &rec;
   ctx.align = pt.align;
   ctx.dio_align = rs.facts.fs.dio_offset_align;
-  ctx.verify = rs.cfg.verify && phase == Phase::restore;
   // Untimed: every buffer holds the pattern's base again, so a save stages its transfers by
   // writing stamps only.
   if (phase == Phase::save) pt.pool->prefill(*pt.pattern);

@@ -206,7 +206,6 @@ inline void run_phase(Backend& b, const PointConfig& cfg, Phase ph, const RankIo
   ctx.data = &dp;
   ctx.rec = &rec;
   ctx.align = 4096;
-  ctx.verify = ph == Phase::restore;
   dp.new_phase();
   b.run(ctx);
 }

@@ -50,9 +50,8 @@ struct PhaseContext {
   PhaseRecorder* rec = nullptr;
   uint64_t align = 4096;   // extent offset alignment of the layout (>= dio_align)
   uint64_t dio_align = 0;  // the file system's O_DIRECT offset/length alignment (0: = align)
-  bool verify = false;
-  // Cache defeat before a restore (fadvise, drop-caches) is done by run.cpp outside the timed
-  // phase; backends only honour cfg->direct.
+  // Verification is the data path's (DataPath::consume); cache defeat before a restore (fadvise,
+  // drop-caches) is done outside the timed phase; transports only honour cfg->direct.
 };
 
 // What a transport can do; the phase driver (driver.cpp) adapts to it.

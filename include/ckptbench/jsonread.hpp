@@ -2,6 +2,7 @@
 // that rejects unknown keys. Every error names the full key path and what is allowed.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -52,6 +53,30 @@ class ObjectReader {
   const json& obj_;
   std::string path_;
   std::set<std::string> known_;
+};
+
+// A config section's options as one table: each row is a key and how to read it into O. The
+// table is both the parser and the list of keys (for the docs check and for the sections of
+// backends not chosen), so the two cannot disagree.
+template <class O>
+struct OptionTable {
+  using Read = std::function<void(ObjectReader& r, const std::string& key, O& o)>;
+  std::vector<std::pair<std::string, Read>> rows;
+
+  std::vector<std::string> keys() const {
+    std::vector<std::string> k;
+    for (const auto& row : rows) k.push_back(row.first);
+    return k;
+  }
+  // Reads every row (an absent key keeps O's default), then rejects keys not in the table,
+  // naming `path`.
+  O parse(const json& section, const std::string& path) const {
+    ObjectReader r(section, path);
+    O o;
+    for (const auto& [key, read] : rows) read(r, key, o);
+    r.finish();
+    return o;
+  }
 };
 
 // Converts a size value (integer or string) found at `path`.

@@ -22,46 +22,72 @@
 namespace ckpt {
 namespace hdf5 {
 
+namespace {
+
+void read_chunk(ObjectReader& r, const std::string& k, Options& o) {
+  const json* c = r.raw(k);
+  if (!c) return;
+  if (c->is_string() && c->get<std::string>() == "contiguous")
+    o.chunk = 0;
+  else
+    o.chunk = json_to_size(*c, "hdf5.chunk");
+  if (o.chunk > (1ull << 30))
+    throw ConfigError("'hdf5.chunk': " + std::to_string(o.chunk) +
+                      " is too large (HDF5 chunks must stay under 4 GiB; allowed: up to 1 GiB, "
+                      "or \"contiguous\")");
+}
+
+void read_metadata_cache(ObjectReader& r, const std::string& k, Options& o) {
+  const json* m = r.raw(k);
+  if (!m) return;
+  ObjectReader mr(*m, "hdf5.metadata_cache");
+  o.mdc_initial = mr.opt_size("initial_size");
+  o.mdc_min = mr.opt_size("min_size");
+  o.mdc_max = mr.opt_size("max_size");
+  mr.finish();
+  // H5C__MIN_MAX_CACHE_SIZE and H5C__MAX_MAX_CACHE_SIZE.
+  constexpr uint64_t lo = 1024, hi = 128ull << 20;
+  for (auto [name, v] : {std::pair{"initial_size", o.mdc_initial}, std::pair{"min_size", o.mdc_min},
+                         std::pair{"max_size", o.mdc_max}})
+    if (v && (*v < lo || *v > hi))
+      throw ConfigError("'hdf5.metadata_cache." + std::string(name) + "': " + std::to_string(*v) +
+                        " is outside what HDF5 accepts (1 KiB .. 128 MiB)");
+  uint64_t mn = o.mdc_min.value_or(lo), mx = o.mdc_max.value_or(hi);
+  if (mn > mx)
+    throw ConfigError("'hdf5.metadata_cache': min_size " + std::to_string(mn) +
+                      " is larger than max_size " + std::to_string(mx));
+  if (o.mdc_initial && (*o.mdc_initial < mn || *o.mdc_initial > mx))
+    throw ConfigError("'hdf5.metadata_cache.initial_size': " + std::to_string(*o.mdc_initial) +
+                      " must lie between min_size and max_size");
+}
+
+const OptionTable<Options>& option_table() {
+  static const OptionTable<Options> t{{
+      {"transfer",
+       [](ObjectReader& r, const std::string& k, Options& o) {
+         o.collective = r.choice(k, "independent", {"independent", "collective"}) == "collective";
+       }},
+      {"chunk", read_chunk},
+      {"align_threshold", [](ObjectReader& r, const std::string& k,
+                             Options& o) { o.align_threshold = r.size(k, 0, true); }},
+      {"coll_metadata_write", [](ObjectReader& r, const std::string& k,
+                                 Options& o) { o.coll_metadata_write = r.boolean(k, true); }},
+      {"all_coll_metadata_ops", [](ObjectReader& r, const std::string& k,
+                                   Options& o) { o.all_coll_metadata_ops = r.boolean(k, false); }},
+      {"metadata_cache", read_metadata_cache},
+      {"hints", [](ObjectReader& r, const std::string& k,
+                   Options& o) { o.hints = mpiio::parse_hints(r.raw(k), "hdf5.hints"); }},
+  }};
+  return t;
+}
+
+}  // namespace
+
+std::vector<std::string> option_keys() { return option_table().keys(); }
+
 Options parse_options(const PointConfig& cfg) {
-  ObjectReader r(cfg.backend_options, "hdf5");
-  Options o;
-  o.collective = r.choice("transfer", "independent", {"independent", "collective"}) == "collective";
-  if (const json* c = r.raw("chunk")) {
-    if (c->is_string() && c->get<std::string>() == "contiguous")
-      o.chunk = 0;
-    else
-      o.chunk = json_to_size(*c, "hdf5.chunk");
-    if (o.chunk > (1ull << 30))
-      throw ConfigError("'hdf5.chunk': " + std::to_string(o.chunk) +
-                        " is too large (HDF5 chunks must stay under 4 GiB; allowed: up to 1 GiB, "
-                        "or \"contiguous\")");
-  }
-  o.align_threshold = r.size("align_threshold", 0, true);
-  o.coll_metadata_write = r.boolean("coll_metadata_write", true);
-  o.all_coll_metadata_ops = r.boolean("all_coll_metadata_ops", false);
-  if (const json* m = r.raw("metadata_cache")) {
-    ObjectReader mr(*m, "hdf5.metadata_cache");
-    o.mdc_initial = mr.opt_size("initial_size");
-    o.mdc_min = mr.opt_size("min_size");
-    o.mdc_max = mr.opt_size("max_size");
-    mr.finish();
-    // H5C__MIN_MAX_CACHE_SIZE and H5C__MAX_MAX_CACHE_SIZE.
-    constexpr uint64_t lo = 1024, hi = 128ull << 20;
-    for (auto [name, v] : {std::pair{"initial_size", o.mdc_initial},
-                           std::pair{"min_size", o.mdc_min}, std::pair{"max_size", o.mdc_max}})
-      if (v && (*v < lo || *v > hi))
-        throw ConfigError("'hdf5.metadata_cache." + std::string(name) + "': " + std::to_string(*v) +
-                          " is outside what HDF5 accepts (1 KiB .. 128 MiB)");
-    uint64_t mn = o.mdc_min.value_or(lo), mx = o.mdc_max.value_or(hi);
-    if (mn > mx)
-      throw ConfigError("'hdf5.metadata_cache': min_size " + std::to_string(mn) +
-                        " is larger than max_size " + std::to_string(mx));
-    if (o.mdc_initial && (*o.mdc_initial < mn || *o.mdc_initial > mx))
-      throw ConfigError("'hdf5.metadata_cache.initial_size': " + std::to_string(*o.mdc_initial) +
-                        " must lie between min_size and max_size");
-  }
-  o.hints = mpiio::parse_hints(r.raw("hints"), "hdf5.hints", cfg);
-  r.finish();
+  Options o = option_table().parse(cfg.backend_options, "hdf5");
+  mpiio::add_striping_hints(o.hints, cfg);
   return o;
 }
 
@@ -783,9 +809,7 @@ BackendFactory hdf5_backend() {
   };
   f.stream_transfers = false;
   f.stream_refusal = "one H5Dwrite/H5Dread per dataset: a transfer cannot cross tensors";
-  f.option_keys = {
-      "transfer",       "chunk", "align_threshold", "coll_metadata_write", "all_coll_metadata_ops",
-      "metadata_cache", "hints"};
+  f.option_keys = hdf5::option_keys();
   f.validate = [](const PointConfig& p) {
     hdf5::parse_options(p);
     if (p.direct)

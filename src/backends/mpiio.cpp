@@ -43,10 +43,8 @@ std::string direct_unsupported_reason() {
          "'direct': false (restore then defeats the page cache with the 'cache' setting)";
 }
 
-std::vector<std::pair<std::string, std::string>> parse_hints(const nlohmann::json* hints,
-                                                             const std::string& path,
-                                                             const PointConfig& cfg) {
-  std::vector<std::pair<std::string, std::string>> out;
+Hints parse_hints(const nlohmann::json* hints, const std::string& path) {
+  Hints out;
   if (hints) {
     if (!hints->is_object())
       throw ConfigError("'" + path +
@@ -78,24 +76,44 @@ std::vector<std::pair<std::string, std::string>> parse_hints(const nlohmann::jso
       out.emplace_back(it.key(), val);
     }
   }
-  auto has = [&](const std::string& k) {
-    return std::any_of(out.begin(), out.end(), [&](const auto& kv) { return kv.first == k; });
-  };
-  if (cfg.stripe_count > 0 && !has("striping_factor"))
-    out.emplace_back("striping_factor", std::to_string(cfg.stripe_count));
-  if (cfg.stripe_size > 0 && !has("striping_unit"))
-    out.emplace_back("striping_unit", std::to_string(cfg.stripe_size));
   return out;
 }
 
+void add_striping_hints(Hints& hints, const PointConfig& cfg) {
+  auto has = [&](const std::string& k) {
+    return std::any_of(hints.begin(), hints.end(), [&](const auto& kv) { return kv.first == k; });
+  };
+  if (cfg.stripe_count > 0 && !has("striping_factor"))
+    hints.emplace_back("striping_factor", std::to_string(cfg.stripe_count));
+  if (cfg.stripe_size > 0 && !has("striping_unit"))
+    hints.emplace_back("striping_unit", std::to_string(cfg.stripe_size));
+}
+
+namespace {
+const OptionTable<Options>& option_table() {
+  static const OptionTable<Options> t{{
+      {"mode",
+       [](ObjectReader& r, const std::string& k, Options& o) {
+         o.collective = r.choice(k, "independent", {"independent", "collective"}) == "collective";
+       }},
+      {"hints", [](ObjectReader& r, const std::string& k,
+                   Options& o) { o.hints = parse_hints(r.raw(k), "mpiio.hints"); }},
+      {"direct",
+       [](ObjectReader& r, const std::string& k, Options&) {
+         if (r.boolean(k, false))
+           throw ConfigError("'mpiio.direct': true is not supported: " +
+                             direct_unsupported_reason());
+       }},
+  }};
+  return t;
+}
+}  // namespace
+
+std::vector<std::string> option_keys() { return option_table().keys(); }
+
 Options parse_options(const PointConfig& cfg) {
-  ObjectReader r(cfg.backend_options, "mpiio");
-  Options o;
-  o.collective = r.choice("mode", "independent", {"independent", "collective"}) == "collective";
-  o.hints = parse_hints(r.raw("hints"), "mpiio.hints", cfg);
-  if (r.boolean("direct", false))
-    throw ConfigError("'mpiio.direct': true is not supported: " + direct_unsupported_reason());
-  r.finish();
+  Options o = option_table().parse(cfg.backend_options, "mpiio");
+  add_striping_hints(o.hints, cfg);
   return o;
 }
 
@@ -431,7 +449,7 @@ BackendFactory mpiio_backend() {
   f.description =
       "MPI-IO: independent (write_at/read_at) or collective (*_at_all) transfers, hints";
   f.probe = [] { return std::string(); };
-  f.option_keys = {"mode", "hints", "direct"};
+  f.option_keys = mpiio::option_keys();
   f.validate = [](const PointConfig& p) {
     mpiio::Options o = mpiio::parse_options(p);
     if (p.direct)

@@ -122,8 +122,9 @@ BackendFactory posix_backend() {
   f.description = "open/pwrite/pread/fsync/close, one synchronous transfer at a time";
   f.probe = [] { return std::string(); };
   f.validate = [](const PointConfig& p) {
-    ObjectReader r(p.backend_options, "posix");
-    r.finish();
+    // No options: the empty table rejects any key in the "posix" section.
+    static const OptionTable<int> none;
+    none.parse(p.backend_options, "posix");
     // queue_depth is accepted so that sweeps can cross it with backends; posix always keeps
     // one transfer in flight, and the report says so (transfers_in_flight: 1).
   };

@@ -474,22 +474,33 @@ struct UringOptions {
   std::string ring_flags = "auto";
 };
 
-const std::vector<std::string>& option_keys() {
-  static const std::vector<std::string> k = {"fixed_buffers",  "fixed_files",  "sqpoll",
-                                             "sqpoll_idle_ms", "submit_batch", "ring_flags"};
-  return k;
+const OptionTable<UringOptions>& option_table() {
+  using O = UringOptions;
+  static const OptionTable<O> t{{
+      {"fixed_buffers",
+       [](ObjectReader& r, const std::string& k, O& o) { o.fixed_buffers = r.boolean(k, false); }},
+      {"fixed_files",
+       [](ObjectReader& r, const std::string& k, O& o) { o.fixed_files = r.boolean(k, false); }},
+      {"sqpoll",
+       [](ObjectReader& r, const std::string& k, O& o) { o.sqpoll = r.boolean(k, false); }},
+      {"sqpoll_idle_ms",
+       [](ObjectReader& r, const std::string& k, O& o) {
+         o.sqpoll_idle_ms = static_cast<unsigned>(r.integer(k, 1000, 1, 600000));
+       }},
+      {"submit_batch",
+       [](ObjectReader& r, const std::string& k, O& o) {
+         o.submit_batch = static_cast<unsigned>(r.integer(k, 0, 0, 4096));
+       }},
+      {"ring_flags",
+       [](ObjectReader& r, const std::string& k, O& o) {
+         o.ring_flags = r.choice(k, "auto", {"auto", "defer-taskrun", "coop-taskrun", "none"});
+       }},
+  }};
+  return t;
 }
 
 UringOptions parse_options(const PointConfig& p) {
-  ObjectReader r(p.backend_options, "io_uring");
-  UringOptions o;
-  o.fixed_buffers = r.boolean("fixed_buffers", false);
-  o.fixed_files = r.boolean("fixed_files", false);
-  o.sqpoll = r.boolean("sqpoll", false);
-  o.sqpoll_idle_ms = static_cast<unsigned>(r.integer("sqpoll_idle_ms", 1000, 1, 600000));
-  o.submit_batch = static_cast<unsigned>(r.integer("submit_batch", 0, 0, 4096));
-  o.ring_flags = r.choice("ring_flags", "auto", {"auto", "defer-taskrun", "coop-taskrun", "none"});
-  r.finish();
+  UringOptions o = option_table().parse(p.backend_options, "io_uring");
   if (p.queue_depth < 1 || p.queue_depth > 4096)
     throw ConfigError("'queue_depth': " + std::to_string(p.queue_depth) +
                       " is out of range for io_uring (allowed: 1 to 4096)");
@@ -747,7 +758,7 @@ BackendFactory uring_backend() {
     return std::make_pair(std::string("liburing_version"), std::string(kLiburingVersion));
   };
   f.validate = [](const PointConfig& p) { (void)parse_options(p); };
-  f.option_keys = option_keys();
+  f.option_keys = option_table().keys();
   f.create = [](const PointConfig& p) -> std::unique_ptr<Backend> {
     return std::make_unique<UringBackend>(p);
   };

@@ -170,7 +170,6 @@ struct Harness {
     ctx.data = &data;
     ctx.rec = &rec;
     ctx.align = align;
-    ctx.verify = true;
     be->run(ctx);
     return rec;
   }

@@ -23,8 +23,10 @@ struct Options {
   // "metadata_cache": {initial_size, min_size, max_size} (H5Pset_mdc_config); unset = default.
   std::optional<uint64_t> mdc_initial, mdc_min, mdc_max;
   std::vector<std::pair<std::string, std::string>> hints;  // "hints": MPI-IO hints for H5FD_mpio
+                                                           // (+ striping from the point)
 };
 Options parse_options(const PointConfig& cfg);  // throws ConfigError naming the key
+std::vector<std::string> option_keys();         // of the "hdf5" section (its parse table)
 
 // "1.10.8" (H5get_libversion).
 std::string library_version();

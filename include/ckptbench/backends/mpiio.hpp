@@ -25,19 +25,21 @@ inline constexpr uint64_t kMaxTransfer = 1ull << 30;
 // Why O_DIRECT cannot be offered through this MPI library (the validate() message).
 std::string direct_unsupported_reason();
 
-// Parses a "hints" object ({key: string | integer}) found at `path` ("mpiio.hints") and adds
-// striping_factor / striping_unit from the point's stripe_count / stripe_size when set and not
-// given explicitly. Throws ConfigError naming the key on other value types.
-std::vector<std::pair<std::string, std::string>> parse_hints(const nlohmann::json* hints,
-                                                             const std::string& path,
-                                                             const PointConfig& cfg);
+using Hints = std::vector<std::pair<std::string, std::string>>;
+// Parses a "hints" object ({key: string | integer}) found at `path` ("mpiio.hints"). Throws
+// ConfigError naming the key on other value types.
+Hints parse_hints(const nlohmann::json* hints, const std::string& path);
+// Adds striping_factor / striping_unit from the point's stripe_count / stripe_size when set and
+// not given explicitly.
+void add_striping_hints(Hints& hints, const PointConfig& cfg);
 
 // The "mpiio" section, validated.
 struct Options {
   bool collective = false;  // "mode": "independent" | "collective"
-  std::vector<std::pair<std::string, std::string>> hints;
+  Hints hints;
 };
 Options parse_options(const PointConfig& cfg);  // throws ConfigError
+std::vector<std::string> option_keys();         // of the "mpiio" section (its parse table)
 
 // Owns an MPI_Info built from hints (MPI_INFO_NULL when empty).
 class Info {
