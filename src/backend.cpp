@@ -1,6 +1,7 @@
 #include "ckptbench/backend.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +29,39 @@ int plan_file_flags(const PhaseContext& ctx) {
   int fl = ctx.phase == Phase::save ? O_WRONLY : O_RDONLY;
   if (ctx.cfg->direct) fl |= O_DIRECT;
   return fl;
+}
+
+int FdFiles::open(PhaseContext& ctx, size_t i, int created_fd) {
+  F& f = f_[i];
+  f.path = ctx.dir + "/" + ctx.io->files[i].path;
+  f.fd = created_fd;
+  if (f.fd < 0) {
+    f.fd = open_plan_file(ctx, ctx.io->files[i], plan_file_flags(ctx), "open");
+    ctx.rec->metadata();
+  }
+  return f.fd;
+}
+
+uint64_t FdFiles::size(size_t i) const {
+  struct stat sb {};
+  if (fstat(f_[i].fd, &sb) != 0) throw_errno("fstat '" + f_[i].path + "'", errno);
+  return static_cast<uint64_t>(sb.st_size);
+}
+
+void FdFiles::fsync(size_t i) const {
+  if (::fsync(f_[i].fd) != 0) throw_errno("fsync '" + f_[i].path + "'", errno);
+}
+
+void FdFiles::close(size_t i, PhaseRecorder& rec) {
+  const int fd = f_[i].fd;
+  f_[i].fd = -1;
+  if (::close(fd) != 0) throw_errno("close '" + f_[i].path + "'", errno);
+  rec.metadata();
+}
+
+void FdFiles::close_all() noexcept {
+  for (auto& f : f_)
+    if (f.fd >= 0) ::close(f.fd), f.fd = -1;
 }
 
 void Backend::submit(size_t, unsigned, uint64_t, uint64_t, std::byte*) {

@@ -57,10 +57,17 @@ inline std::string make_temp_dir(const std::string& prefix) {
   return b.data();
 }
 
+// Where O_DIRECT works: /var/tmp (a disk file system) when it exists; /tmp may be tmpfs, which
+// refuses O_DIRECT on older kernels.
+inline std::string disk_tmp_base() {
+  return std::filesystem::exists("/var/tmp") ? "/var/tmp" : "/tmp";
+}
+
 // A directory of this process only, removed with everything in it.
 struct TmpDir {
   std::string path;
-  explicit TmpDir(const std::string& tag = "unit") : path(make_temp_dir("/tmp/ckpt-" + tag)) {}
+  explicit TmpDir(const std::string& tag = "unit", const std::string& base = "/tmp")
+      : path(make_temp_dir(base + "/ckpt-" + tag)) {}
   ~TmpDir() { std::filesystem::remove_all(path); }
   TmpDir(const TmpDir&) = delete;
   TmpDir& operator=(const TmpDir&) = delete;
@@ -190,9 +197,10 @@ class PatternPath final : public DataPath {
 };
 
 // One phase of a backend over this rank's files in dir (an empty plan when none is given).
-inline void run_phase(Backend& b, const PointConfig& cfg, Phase ph, const RankIo& io,
-                      const std::string& dir, BufferPool& pool, PatternPath& dp, PhaseRecorder& rec,
-                      const IoPlan* plan = nullptr, const ModelDesc* model = nullptr) {
+inline void run_phase_with(Backend& b, const PointConfig& cfg, Phase ph, const RankIo& io,
+                           const std::string& dir, BufferPool& pool, DataPath& dp,
+                           PhaseRecorder& rec, const IoPlan* plan = nullptr,
+                           const ModelDesc* model = nullptr, uint64_t align = 4096) {
   static const IoPlan kNoPlan;
   PhaseContext ctx;
   ctx.phase = ph;
@@ -205,9 +213,15 @@ inline void run_phase(Backend& b, const PointConfig& cfg, Phase ph, const RankIo
   ctx.pool = &pool;
   ctx.data = &dp;
   ctx.rec = &rec;
-  ctx.align = 4096;
-  dp.new_phase();
+  ctx.align = align;
   b.run(ctx);
+}
+
+inline void run_phase(Backend& b, const PointConfig& cfg, Phase ph, const RankIo& io,
+                      const std::string& dir, BufferPool& pool, PatternPath& dp, PhaseRecorder& rec,
+                      const IoPlan* plan = nullptr, const ModelDesc* model = nullptr) {
+  dp.new_phase();
+  run_phase_with(b, cfg, ph, io, dir, pool, dp, rec, plan, model);
 }
 
 }  // namespace ckpt_test

@@ -158,6 +158,28 @@ int open_plan_file(const PhaseContext& ctx, const FileSpec& f, int flags, const 
 // The open(2) flags for file f in this phase: O_WRONLY (save) or O_RDONLY, O_DIRECT with `direct`.
 int plan_file_flags(const PhaseContext& ctx);
 
+// The files of a transport that moves bytes through POSIX descriptors (posix, io_uring): open
+// adopts the descriptor the driver created, or opens the file for the phase (a metadata op);
+// size, fsync and close name the file in their errors.
+class FdFiles {
+ public:
+  void reset(size_t files) { f_.assign(files, F{}); }
+  int open(PhaseContext& ctx, size_t i, int created_fd);
+  int fd(size_t i) const { return f_[i].fd; }
+  const std::string& path(size_t i) const { return f_[i].path; }
+  uint64_t size(size_t i) const;
+  void fsync(size_t i) const;
+  void close(size_t i, PhaseRecorder& rec);
+  void close_all() noexcept;  // after an error, no sync
+
+ private:
+  struct F {
+    int fd = -1;
+    std::string path;
+  };
+  std::vector<F> f_;
+};
+
 const std::vector<BackendFactory>& backend_registry();
 // Throws ConfigError listing the known backends.
 const BackendFactory& find_backend(const std::string& name);

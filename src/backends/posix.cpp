@@ -1,7 +1,6 @@
 // POSIX backend: open/pwrite/pread/fsync/close, one synchronous transfer at a time — the way
 // torch.save and most framework checkpointers do it. The reference path for the others.
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,49 +22,39 @@ class PosixBackend final : public Backend {
 
   void begin(PhaseContext& ctx) override {
     ctx_ = &ctx;
-    files_.assign(ctx.io->files.size(), File{});
+    files_.reset(ctx.io->files.size());
     done_.clear();
   }
 
   void end(PhaseContext&) noexcept override { ctx_ = nullptr; }
 
   void open(PhaseContext& ctx, size_t i, int created_fd) override {
-    File& o = files_[i];
-    o.path = ctx.dir + "/" + ctx.io->files[i].path;
-    o.fd = created_fd;
-    if (o.fd < 0) {
-      o.fd = open_plan_file(ctx, ctx.io->files[i], plan_file_flags(ctx), "open");
-      ctx.rec->metadata();
-    }
+    files_.open(ctx, i, created_fd);
   }
 
-  uint64_t size(size_t i) override {
-    struct stat sb {};
-    if (fstat(files_[i].fd, &sb) != 0) throw_errno("fstat '" + files_[i].path + "'", errno);
-    return static_cast<uint64_t>(sb.st_size);
-  }
+  uint64_t size(size_t i) override { return files_.size(i); }
 
   // One synchronous transfer, resuming short ones: complete when submit returns.
   void submit(size_t i, unsigned slot, uint64_t off, uint64_t len, std::byte* buf) override {
     const bool write = ctx_->phase == Phase::save;
-    File& o = files_[i];
+    const int fd = files_.fd(i);
     PhaseRecorder& rec = *ctx_->rec;
     uint64_t done = 0;
     while (done < len) {
       rec.count(Counter::submit_calls);
-      ssize_t n = write ? ::pwrite(o.fd, buf + done, len - done, static_cast<off_t>(off + done))
-                        : ::pread(o.fd, buf + done, len - done, static_cast<off_t>(off + done));
+      ssize_t n = write ? ::pwrite(fd, buf + done, len - done, static_cast<off_t>(off + done))
+                        : ::pread(fd, buf + done, len - done, static_cast<off_t>(off + done));
       if (n < 0) {
         if (errno == EINTR) {
           rec.count(Counter::retries);
           continue;
         }
-        throw_errno(std::string(write ? "write" : "read") + " '" + o.path + "' offset " +
+        throw_errno(std::string(write ? "write" : "read") + " '" + files_.path(i) + "' offset " +
                         std::to_string(off + done) + " length " + std::to_string(len - done),
                     errno);
       }
       if (n == 0)
-        throw IoError(std::string(write ? "write" : "read") + " '" + o.path + "' offset " +
+        throw IoError(std::string(write ? "write" : "read") + " '" + files_.path(i) + "' offset " +
                       std::to_string(off + done) + ": unexpected end of file (" +
                       std::to_string(len - done) + " bytes missing; truncated?)");
       if (static_cast<uint64_t>(n) < len - done) rec.count(Counter::short_transfers);
@@ -79,22 +68,9 @@ class PosixBackend final : public Backend {
     done_.clear();
   }
 
-  void sync(size_t i) override {
-    if (::fsync(files_[i].fd) != 0) throw_errno("fsync '" + files_[i].path + "'", errno);
-  }
-
-  void close(size_t i) override {
-    File& o = files_[i];
-    int fd = o.fd;
-    o.fd = -1;
-    if (::close(fd) != 0) throw_errno("close '" + o.path + "'", errno);
-    ctx_->rec->metadata();
-  }
-
-  void abandon() noexcept override {
-    for (auto& o : files_)
-      if (o.fd >= 0) ::close(o.fd), o.fd = -1;
-  }
+  void sync(size_t i) override { files_.fsync(i); }
+  void close(size_t i) override { files_.close(i, *ctx_->rec); }
+  void abandon() noexcept override { files_.close_all(); }
 
   nlohmann::json describe() const override {
     return {{"api", "open/pwrite/pread/fsync/close"},
@@ -104,13 +80,9 @@ class PosixBackend final : public Backend {
   }
 
  private:
-  struct File {
-    int fd = -1;
-    std::string path;
-  };
   const PointConfig& cfg_;
   PhaseContext* ctx_ = nullptr;
-  std::vector<File> files_;
+  FdFiles files_;
   std::vector<unsigned> done_;
 };
 

@@ -538,7 +538,9 @@ class UringBackend final : public Backend {
       bufs.push_back(&ctx.pool->at(i));
       iov.push_back({ctx.pool->at(i).data, ctx.pool->at(i).size});
     }
-    files_.assign(ctx.io->files.size(), File{});
+    const size_t nfiles = ctx.io->files.size();
+    files_.reset(nfiles);
+    fixed_.assign(nfiles, -1);
     buffers_registered_ = files_registered_ = false;
     if (opt_.fixed_buffers) {
       int rc = io_uring_register_buffers(ring_->get(), iov.data(), static_cast<unsigned>(n));
@@ -552,10 +554,10 @@ class UringBackend final : public Backend {
       }
       buffers_registered_ = true;
     }
-    if (opt_.fixed_files && !files_.empty()) {
+    if (opt_.fixed_files && nfiles > 0) {
       // The driver keeps at most the descriptor budget open, so a table of that size (or of the
       // file count, when smaller) always has a free entry at open.
-      table_ = static_cast<unsigned>(std::min<size_t>(files_.size(), fd_budget()));
+      table_ = static_cast<unsigned>(std::min<size_t>(nfiles, fd_budget()));
       int rc = io_uring_register_files_sparse(ring_->get(), table_);
       if (rc < 0) {
         end(ctx);
@@ -589,40 +591,29 @@ class UringBackend final : public Backend {
   }
 
   void open(PhaseContext& ctx, size_t i, int created_fd) override {
-    File& f = files_[i];
-    f.path = ctx.dir + "/" + ctx.io->files[i].path;
-    f.fd = created_fd;
-    if (f.fd < 0) {
-      f.fd = open_plan_file(ctx, ctx.io->files[i], plan_file_flags(ctx), "open");
-      ctx.rec->metadata();
-    }
+    int fd = files_.open(ctx, i, created_fd);
     if (table_ > 0) {
       if (free_fixed_.empty())
         throw IoError("io_uring.fixed_files: the file table is full (internal error)");
-      f.fixed = free_fixed_.back();
+      fixed_[i] = free_fixed_.back();
       free_fixed_.pop_back();
       int rc =
-          io_uring_register_files_update(ring_->get(), static_cast<unsigned>(f.fixed), &f.fd, 1);
-      if (rc < 0) throw_errno("io_uring_register_files_update '" + f.path + "'", -rc);
+          io_uring_register_files_update(ring_->get(), static_cast<unsigned>(fixed_[i]), &fd, 1);
+      if (rc < 0) throw_errno("io_uring_register_files_update '" + files_.path(i) + "'", -rc);
     }
   }
 
-  uint64_t size(size_t i) override {
-    struct stat sb {};
-    if (fstat(files_[i].fd, &sb) != 0) throw_errno("fstat '" + files_[i].path + "'", errno);
-    return static_cast<uint64_t>(sb.st_size);
-  }
+  uint64_t size(size_t i) override { return files_.size(i); }
 
   void submit(size_t i, unsigned slot, uint64_t offset, uint64_t len, std::byte* data) override {
-    const File& f = files_[i];
     Op op;
-    op.fd = f.fixed >= 0 ? f.fixed : f.fd;
-    op.fixed_file = f.fixed >= 0;
+    op.fd = fixed_[i] >= 0 ? fixed_[i] : files_.fd(i);
+    op.fixed_file = fixed_[i] >= 0;
     op.write = ctx_->phase == Phase::save;
     op.offset = offset;
     op.len = len;
     op.data = data;
-    op.name = &f.path;
+    op.name = &files_.path(i);
     engine_->submit(static_cast<int>(slot), op);
   }
 
@@ -638,9 +629,7 @@ class UringBackend final : public Backend {
     if (engine_) engine_->drain();
   }
 
-  void sync(size_t i) override {
-    if (::fsync(files_[i].fd) != 0) throw_errno("fsync '" + files_[i].path + "'", errno);
-  }
+  void sync(size_t i) override { files_.fsync(i); }
 
   // fsync of many files at once: IORING_OP_FSYNC, up to the ring size in flight (the file system
   // can merge the journal commits), each completion checked.
@@ -654,7 +643,7 @@ class UringBackend final : public Backend {
       while (next < files.size() && inflight < depth) {
         io_uring_sqe* sqe = io_uring_get_sqe(r);
         if (sqe == nullptr) break;
-        io_uring_prep_fsync(sqe, files_[files[next]].fd, 0);
+        io_uring_prep_fsync(sqe, files_.fd(files[next]), 0);
         io_uring_sqe_set_data64(sqe, files[next]);
         next++;
         inflight++;
@@ -670,36 +659,30 @@ class UringBackend final : public Backend {
         inflight--;
         if (res == -EAGAIN || res == -EINTR) {  // that file's fsync again, the plain way
           ctx_->rec->count(Counter::retries);
-          if (::fsync(files_[f].fd) != 0 && first_err == 0) first_err = errno, err_file = f;
+          if (::fsync(files_.fd(f)) != 0 && first_err == 0) first_err = errno, err_file = f;
         } else if (res < 0 && first_err == 0) {
           first_err = -res;
           err_file = f;
         }
       }
     }
-    if (first_err != 0) throw_errno("fsync '" + files_[err_file].path + "'", first_err);
+    if (first_err != 0) throw_errno("fsync '" + files_.path(err_file) + "'", first_err);
   }
 
   void close(size_t i) override {
-    File& f = files_[i];
-    if (f.fixed >= 0) {
+    if (fixed_[i] >= 0) {
       int minus1 = -1;
-      int rc =
-          io_uring_register_files_update(ring_->get(), static_cast<unsigned>(f.fixed), &minus1, 1);
-      if (rc < 0) throw_errno("io_uring_register_files_update (remove '" + f.path + "')", -rc);
-      free_fixed_.push_back(f.fixed);
-      f.fixed = -1;
+      int rc = io_uring_register_files_update(ring_->get(), static_cast<unsigned>(fixed_[i]),
+                                              &minus1, 1);
+      if (rc < 0)
+        throw_errno("io_uring_register_files_update (remove '" + files_.path(i) + "')", -rc);
+      free_fixed_.push_back(fixed_[i]);
+      fixed_[i] = -1;
     }
-    int fd = f.fd;
-    f.fd = -1;
-    if (::close(fd) != 0) throw_errno("close '" + f.path + "'", errno);
-    ctx_->rec->metadata();
+    files_.close(i, *ctx_->rec);
   }
 
-  void abandon() noexcept override {
-    for (auto& f : files_)
-      if (f.fd >= 0) ::close(f.fd), f.fd = -1;
-  }
+  void abandon() noexcept override { files_.close_all(); }
 
   nlohmann::json describe() const override {
     nlohmann::json j;
@@ -724,19 +707,14 @@ class UringBackend final : public Backend {
   }
 
  private:
-  struct File {
-    int fd = -1;
-    int fixed = -1;  // index in the registered file table
-    std::string path;
-  };
-
   const PointConfig& cfg_;
   UringOptions opt_;
   unsigned slots_;
   std::unique_ptr<uring::Ring> ring_;
   std::unique_ptr<Engine> engine_;
   PhaseContext* ctx_ = nullptr;
-  std::vector<File> files_;
+  FdFiles files_;
+  std::vector<int> fixed_;  // per file: its index in the registered file table, or -1
   std::vector<int> got_;
   unsigned table_ = 0;
   std::vector<int> free_fixed_;

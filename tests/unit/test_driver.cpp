@@ -90,12 +90,7 @@ struct Plan {
   std::optional<BufferPool> pool;
 
   Plan(const std::string& backend, SyncPolicy sync) {
-    std::string tmpl =
-        (fs::exists("/var/tmp") ? "/var/tmp" : "/tmp") + std::string("/ckpt-driver-XXXXXX");
-    std::vector<char> b(tmpl.begin(), tmpl.end());
-    b.push_back('\0');
-    if (!mkdtemp(b.data())) throw std::runtime_error("mkdtemp failed");
-    dir = b.data();
+    dir = ckpt_test::make_temp_dir(ckpt_test::disk_tmp_base() + "/ckpt-driver");
     cfg.backend = backend;
     cfg.block_size = 64 << 10;
     cfg.queue_depth = 8;
@@ -127,17 +122,7 @@ struct Plan {
 
   PhaseRecorder run(Backend& be, Phase ph, PatternData& data) {
     PhaseRecorder rec;
-    PhaseContext ctx;
-    ctx.phase = ph;
-    ctx.cfg = &cfg;
-    ctx.plan = &plan;
-    ctx.io = &io;
-    ctx.dir = dir;
-    ctx.comm = MPI_COMM_WORLD;
-    ctx.pool = &*pool;
-    ctx.data = &data;
-    ctx.rec = &rec;
-    be.run(ctx);
+    ckpt_test::run_phase_with(be, cfg, ph, io, dir, *pool, data, rec, &plan);
     return rec;
   }
 };

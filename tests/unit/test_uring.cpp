@@ -33,22 +33,9 @@ namespace {
     if (!why.empty()) GTEST_SKIP() << "io_uring is not usable here: " << why; \
   } while (0)
 
-// A fresh directory under /var/tmp (a real disk file system: O_DIRECT works there; /tmp may be
-// tmpfs, which refuses O_DIRECT on older kernels).
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl =
-        (fs::exists("/var/tmp") ? "/var/tmp" : "/tmp") + std::string("/ckpt-uring-XXXXXX");
-    std::vector<char> b(tmpl.begin(), tmpl.end());
-    b.push_back('\0');
-    if (!mkdtemp(b.data())) throw std::runtime_error("mkdtemp failed");
-    path = b.data();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+// A fresh directory on a disk file system (O_DIRECT works there).
+struct TempDir : ckpt_test::TmpDir {
+  TempDir() : ckpt_test::TmpDir("uring", ckpt_test::disk_tmp_base()) {}
 };
 
 size_t open_fds() {
@@ -159,18 +146,7 @@ struct Harness {
 
   PhaseRecorder run(std::unique_ptr<Backend>& be, Phase ph, TestData& data) {
     PhaseRecorder rec;
-    PhaseContext ctx;
-    ctx.phase = ph;
-    ctx.cfg = &cfg;
-    ctx.plan = &plan;
-    ctx.io = &io;
-    ctx.dir = tmp.path;
-    ctx.comm = MPI_COMM_WORLD;
-    ctx.pool = &*pool;
-    ctx.data = &data;
-    ctx.rec = &rec;
-    ctx.align = align;
-    be->run(ctx);
+    ckpt_test::run_phase_with(*be, cfg, ph, io, tmp.path, *pool, data, rec, &plan, nullptr, align);
     return rec;
   }
 
