@@ -73,8 +73,8 @@ int cmd_models(bool as_json) {
   std::printf("%-16s %10s %8s %14s %16s  %s\n", "model", "params", "tensors", "weights(bf16)",
               "training state", "description");
   for (const auto& r : out) {
-    std::printf("%-16s %9.2fB %8llu %14s %16s  %s\n", r["name"].get<std::string>().c_str(),
-                r["params"].get<double>() / 1e9,
+    std::printf("%-16s %10s %8llu %14s %16s  %s\n", r["name"].get<std::string>().c_str(),
+                format_count(r["params"].get<uint64_t>()).c_str(),
                 static_cast<unsigned long long>(r["tensors"].get<uint64_t>()),
                 format_bytes(r["weights_bytes"]).c_str(),
                 format_bytes(r["training_state_bytes"]).c_str(),

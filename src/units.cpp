@@ -67,6 +67,24 @@ uint64_t parse_size(std::string_view text, std::string_view what, bool allow_zer
   return v;
 }
 
+std::string format_count(uint64_t n) {
+  if (n < 1000) return std::to_string(n);
+  static const char* suffix[] = {"K", "M", "B", "T", "P", "E"};
+  double v = static_cast<double>(n);
+  int i = -1;
+  while (v >= 999.5 && i < 5) {
+    v /= 1000.0;
+    i++;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf,
+                v >= 99.95   ? "%.0f%s"
+                : v >= 9.995 ? "%.1f%s"
+                             : "%.2f%s",
+                v, suffix[i]);
+  return buf;
+}
+
 std::string format_bytes(uint64_t bytes) {
   static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   if (bytes < 1024) return std::to_string(bytes) + " B";

@@ -13,6 +13,9 @@ uint64_t parse_size(std::string_view text, std::string_view what, bool allow_zer
 
 // "1.50 GiB", "4.00 KiB", "512 B".
 std::string format_bytes(uint64_t bytes);
+// A count with a decimal suffix and three significant digits: 512, 3.70K, 3.69M, 6.74B, 1.01T
+// (parameter counts: a 3.7 M-parameter model never shows as "0.00B").
+std::string format_count(uint64_t n);
 
 // Smallest multiple of `align` that is >= v (align > 0).
 constexpr uint64_t round_up(uint64_t v, uint64_t align) { return (v + align - 1) / align * align; }

@@ -54,6 +54,19 @@ TEST(Units, RejectsBadSizes) {
   }
 }
 
+TEST(Units, FormatsCounts) {
+  EXPECT_EQ(format_count(0), "0");
+  EXPECT_EQ(format_count(999), "999");
+  EXPECT_EQ(format_count(1000), "1.00K");
+  EXPECT_EQ(format_count(3'700'000), "3.70M");
+  EXPECT_EQ(format_count(2'105'344), "2.11M");
+  EXPECT_EQ(format_count(6'738'415'616), "6.74B");
+  EXPECT_EQ(format_count(68'976'648'192), "69.0B");
+  EXPECT_EQ(format_count(405'853'388'800), "406B");
+  EXPECT_EQ(format_count(999'600), "1.00M");  // rounds up into the next unit, never "1000K"
+  EXPECT_EQ(format_count(1'010'000'000'000), "1.01T");
+}
+
 TEST(Units, FormatsBytes) {
   EXPECT_EQ(format_bytes(512), "512 B");
   EXPECT_EQ(format_bytes(1536), "1.50 KiB");
