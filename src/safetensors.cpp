@@ -12,6 +12,8 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <string>
+#include <unordered_set>
 
 #include "ckptbench/error.hpp"
 
@@ -22,7 +24,6 @@ namespace {
 constexpr uint64_t kMaxHeader = 100ull << 20;  // 100 MiB
 constexpr size_t kMaxEntries = 10'000'000;
 constexpr int kMaxDepth = 16;                      // legit headers nest 3 deep
-constexpr uint64_t kMaxValues = 4'000'000;         // JSON values (~8 per tensor: ~500,000 tensors)
 constexpr uint64_t kMaxIndexBytes = 100ull << 20;  // model.safetensors.index.json
 
 using json = nlohmann::json;
@@ -37,6 +38,10 @@ std::optional<DType> st_dtype(const std::string& s) {
   for (const auto& [n, t] : names)
     if (s == n) return t;
   return std::nullopt;
+}
+
+std::string st_dtype_names() {
+  return "F64, F32, F16, BF16, F8_E4M3, F8_E5M2, I64, I32, I16, I8, U8, BOOL";
 }
 
 // Printable, bounded rendering of an untrusted name for messages.
@@ -71,16 +76,6 @@ uint64_t le64(std::string_view b) {
   uint64_t v = 0;
   for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[static_cast<size_t>(i)]);
   return v;
-}
-
-uint64_t get_u64(const json& v, const std::string& what) {
-  if (!v.is_number_unsigned()) {
-    if (v.is_number_integer() && v.get<int64_t>() >= 0)
-      return static_cast<uint64_t>(v.get<int64_t>());
-    throw ConfigError(what + ": expected a non-negative integer, got " +
-                      (v.is_number() ? v.dump() : std::string(v.type_name())));
-  }
-  return v.get<uint64_t>();
 }
 
 struct Fd {
@@ -181,14 +176,13 @@ bool contains_any(const std::string& name, std::initializer_list<std::string_vie
   return false;
 }
 
-TensorDesc to_tensor(const SafetensorsEntry& e) {
+TensorDesc to_tensor(SafetensorsEntry&& e) {
   TensorDesc t;
-  t.name = e.name;
-  t.shape = e.shape;
+  t.shape = std::move(e.shape);
   t.dtype = e.dtype;
   t.layer = infer_layer(e.name);
   const bool vocab = contains_any(e.name, {"embed", "lm_head", "wte"});
-  const bool is_weight = ends_with(e.name, ".weight") || e.shape.size() >= 2;
+  const bool is_weight = ends_with(e.name, ".weight") || t.shape.size() >= 2;
   if (vocab && !contains_any(e.name, {"embed_positions", "wpe"})) {
     t.tp_split_dim = 0;
     t.tp_uneven_ok = true;
@@ -196,11 +190,11 @@ TensorDesc to_tensor(const SafetensorsEntry& e) {
                                     "w3", "c_fc", "query_key_value", "fc1"})) {
     t.tp_split_dim = 0;  // column-parallel: weight and bias split on the output dim
   } else if (has_component(e.name, {"o_proj", "down_proj", "w2", "dense", "c_proj", "fc2"})) {
-    t.tp_split_dim = is_weight && e.shape.size() >= 2 ? 1 : -1;  // row-parallel; bias replicated
+    t.tp_split_dim = is_weight && t.shape.size() >= 2 ? 1 : -1;  // row-parallel; bias replicated
   } else {
     t.tp_split_dim = -1;
   }
-  if (t.tp_split_dim >= static_cast<int>(e.shape.size())) t.tp_split_dim = -1;
+  if (t.tp_split_dim >= static_cast<int>(t.shape.size())) t.tp_split_dim = -1;
   if (t.layer >= 0) {
     t.placement = Placement::layer;
   } else if (contains_any(e.name, {"lm_head", "norm", "ln_f"}) &&
@@ -209,6 +203,7 @@ TensorDesc to_tensor(const SafetensorsEntry& e) {
   } else {
     t.placement = Placement::first_stage;
   }
+  t.name = std::move(e.name);
   return t;
 }
 
@@ -219,12 +214,17 @@ ModelDesc make_model(const std::string& path, std::vector<SafetensorsEntry> entr
   m.name = slash == std::string::npos ? path : path.substr(slash + 1);
   if (!m.name.empty() && m.name.back() == '/') m.name.pop_back();
   if (entries.empty()) throw ConfigError(path + ": no tensors found");
-  std::set<std::string> seen;
+  {
+    std::unordered_set<std::string_view> seen;
+    seen.reserve(entries.size());
+    for (const auto& e : entries)
+      if (!seen.insert(e.name).second)
+        throw ConfigError(path + ": tensor " + shown(e.name) + " appears in more than one file");
+  }
   int max_layer = -1;
-  for (const auto& e : entries) {
-    if (!seen.insert(e.name).second)
-      throw ConfigError(path + ": tensor " + shown(e.name) + " appears in more than one file");
-    m.tensors.push_back(to_tensor(e));
+  m.tensors.reserve(entries.size());
+  for (auto& e : entries) {
+    m.tensors.push_back(to_tensor(std::move(e)));
     max_layer = std::max(max_layer, m.tensors.back().layer);
   }
   // Pipeline order: first-stage tensors, layers ascending, last-stage tensors (stable).
@@ -310,6 +310,224 @@ ModelDesc import_dir(const std::string& path) {
   return make_model(path, std::move(all));
 }
 
+// Shape, offsets and size of one entry against each other and the data section.
+template <class Where>
+void validate_entry(const SafetensorsEntry& e, Where&& where_fn, uint64_t data_size) {
+  const auto where = [&] { return where_fn(); };
+  uint64_t numel = 1;
+  for (uint64_t x : e.shape)
+    if (__builtin_mul_overflow(numel, x, &numel))
+      throw ConfigError(where() + ": shape element count overflows");
+  if (e.end < e.begin)
+    throw ConfigError(where() + ": data_offsets end " + std::to_string(e.end) + " < begin " +
+                      std::to_string(e.begin));
+  if (e.end > data_size)
+    throw ConfigError(where() + ": data_offsets [" + std::to_string(e.begin) + ", " +
+                      std::to_string(e.end) + ") out of range of the " + std::to_string(data_size) +
+                      "-byte data section");
+  uint64_t nbytes = 0;
+  if (__builtin_mul_overflow(numel, dtype_size(e.dtype), &nbytes))
+    throw ConfigError(where() + ": shape x dtype size overflows 64 bits");
+  if (nbytes != e.end - e.begin)
+    throw ConfigError(where() + ": data_offsets span " + std::to_string(e.end - e.begin) +
+                      " bytes but shape x dtype needs " + std::to_string(nbytes));
+}
+
+// The header read as a stream of JSON events (nlohmann's SAX interface), entry by entry, without
+// building a document: time and memory are linear in the header (the DOM parser with a callback
+// was quadratic in the number of tensors), nesting is bounded, and duplicate names are seen.
+class HeaderReader {
+ public:
+  HeaderReader(const std::string& what, uint64_t data_size, size_t header_bytes)
+      : what_(what), data_size_(data_size) {
+    // A tensor takes at least ~50 bytes of header: size the tables once.
+    names_.reserve(header_bytes / 64);
+    out_.reserve(header_bytes / 64);
+  }
+
+  std::vector<SafetensorsEntry> take() { return std::move(out_); }
+
+  bool null() { return scalar("null"); }
+  bool boolean(bool) { return scalar("boolean"); }
+  bool number_integer(json::number_integer_t v) {
+    if (in_number_array()) {
+      if (v < 0) bad_number(std::to_string(v));
+      return add_number(static_cast<uint64_t>(v));
+    }
+    return scalar("number");
+  }
+  bool number_unsigned(json::number_unsigned_t v) {
+    if (in_number_array()) return add_number(v);
+    return scalar("number");
+  }
+  bool number_float(json::number_float_t, const std::string& text) {
+    if (in_number_array()) bad_number(text);
+    return scalar("number");
+  }
+  bool string(std::string& v) {
+    if (depth_ == 2 && entry_ && field_ == Field::dtype) {
+      dtype_ = v;
+      have_dtype_ = true;
+      return true;
+    }
+    return scalar("string");
+  }
+  bool binary(json::binary_t&) { return scalar("binary"); }
+
+  bool start_object(std::size_t) {
+    enter();
+    if (depth_ == 2) {
+      if (key1_ == "__metadata__") {
+        metadata_ = true;
+      } else {
+        begin_entry();
+      }
+    } else if (depth_ == 3 && entry_ && field_ != Field::other) {
+      wrong_field_type("object");
+    }
+    return true;
+  }
+  bool end_object() {
+    if (depth_ == 2) {
+      if (metadata_)
+        metadata_ = false;
+      else if (entry_)
+        finish_entry();
+    }
+    depth_--;
+    return true;
+  }
+  bool key(std::string& k) {
+    if (depth_ == 1) {
+      key1_ = std::move(k);  // the lexer clears its buffer before the next token
+      const std::string& k1 = key1_;
+      if (k1 != "__metadata__") {
+        if (!names_.insert(k1).second)
+          throw ConfigError(what_ + ": tensor " + shown(k1) + " is listed twice in the header");
+        if (names_.size() > kMaxEntries)
+          throw ConfigError(what_ + ": safetensors header lists more than 10 million tensors");
+      }
+    } else if (depth_ == 2 && entry_) {
+      field_ = k == "dtype"          ? Field::dtype
+               : k == "shape"        ? Field::shape
+               : k == "data_offsets" ? Field::offsets
+                                     : Field::other;
+    }
+    return true;
+  }
+  bool start_array(std::size_t) {
+    enter();
+    if (depth_ == 1)
+      throw ConfigError(what_ + ": safetensors header must be a JSON object, got array");
+    if (depth_ == 2 && !metadata_) {
+      if (key1_ == "__metadata__")
+        throw ConfigError(what_ + ": \"__metadata__\" must be an object, got array");
+      throw ConfigError(where() + ": entry must be an object, got array");
+    }
+    if (depth_ == 3 && entry_) {
+      if (field_ == Field::shape) {
+        have_shape_ = true;
+        array_ = Field::shape;
+      } else if (field_ == Field::offsets) {
+        have_offsets_ = true;
+        offsets_n_ = 0;
+        array_ = Field::offsets;
+      } else if (field_ == Field::dtype) {
+        wrong_field_type("array");
+      }
+    } else if (depth_ == 4 && entry_ && array_ != Field::none) {
+      bad_number("array");
+    }
+    return true;
+  }
+  bool end_array() {
+    if (depth_ == 3) array_ = Field::none;
+    depth_--;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) {
+    throw ConfigError(what_ + ": safetensors header is not valid JSON (" + ex.what() + ")");
+  }
+
+ private:
+  enum class Field { none, dtype, shape, offsets, other };
+
+  void enter() {
+    if (++depth_ > kMaxDepth) throw ConfigError(what_ + ": safetensors header nests too deeply");
+  }
+  std::string where() const { return what_ + ": tensor " + shown(key1_); }
+  bool in_number_array() const { return depth_ == 3 && entry_ && array_ != Field::none; }
+  [[noreturn]] void bad_number(const std::string& got) const {
+    throw ConfigError(where() + ": " + (array_ == Field::shape ? "shape" : "data_offsets") +
+                      ": expected a non-negative integer, got " + got);
+  }
+  [[noreturn]] void wrong_field_type(const char* got) const {
+    if (field_ == Field::dtype) throw ConfigError(where() + ": dtype must be a string");
+    if (field_ == Field::shape)
+      throw ConfigError(where() + ": shape must be an array of at most 16 dimensions, got " + got);
+    throw ConfigError(where() + ": data_offsets must be [begin, end], got " + got);
+  }
+  bool scalar(const char* type) {
+    if (depth_ == 0)
+      throw ConfigError(what_ + ": safetensors header must be a JSON object, got " + type);
+    if (depth_ == 1) {
+      if (key1_ == "__metadata__")
+        throw ConfigError(what_ + ": \"__metadata__\" must be an object, got " + type);
+      throw ConfigError(where() + ": entry must be an object, got " + type);
+    }
+    if (depth_ == 2 && entry_ && field_ != Field::other) wrong_field_type(type);
+    if (in_number_array()) bad_number(type);
+    return true;  // __metadata__ contents and unknown fields are skipped
+  }
+  bool add_number(uint64_t v) {
+    if (array_ == Field::shape) {
+      if (e_.shape.size() == 16)
+        throw ConfigError(where() + ": shape must be an array of at most 16 dimensions");
+      e_.shape.push_back(v);
+    } else {
+      if (offsets_n_ == 2) throw ConfigError(where() + ": data_offsets must be [begin, end]");
+      (offsets_n_++ == 0 ? e_.begin : e_.end) = v;
+    }
+    return true;
+  }
+  void begin_entry() {
+    if (const char* why = unsafe_name_reason(key1_))
+      throw ConfigError(where() + ": unsafe name (" + why + ")");
+    entry_ = true;
+    e_ = SafetensorsEntry{};
+    e_.name = key1_;
+    have_dtype_ = have_shape_ = have_offsets_ = false;
+    field_ = array_ = Field::none;
+  }
+  void finish_entry() {
+    entry_ = false;
+    if (!have_dtype_ || !have_shape_ || !have_offsets_)
+      throw ConfigError(where() + ": entry needs \"dtype\", \"shape\" and \"data_offsets\"");
+    const auto t = st_dtype(dtype_);
+    if (!t)
+      throw ConfigError(where() + ": unknown dtype " + shown(dtype_) +
+                        " (allowed: " + st_dtype_names() + ")");
+    e_.dtype = *t;
+    if (offsets_n_ != 2) throw ConfigError(where() + ": data_offsets must be [begin, end]");
+    validate_entry(
+        e_, [this] { return where(); }, data_size_);
+    out_.push_back(std::move(e_));
+  }
+
+  const std::string& what_;
+  const uint64_t data_size_;
+  int depth_ = 0;
+  std::string key1_;  // the current top-level key
+  bool metadata_ = false, entry_ = false;
+  Field field_ = Field::none, array_ = Field::none;
+  SafetensorsEntry e_;
+  std::string dtype_;
+  bool have_dtype_ = false, have_shape_ = false, have_offsets_ = false;
+  int offsets_n_ = 0;
+  std::unordered_set<std::string> names_;
+  std::vector<SafetensorsEntry> out_;
+};
+
 }  // namespace
 
 std::vector<SafetensorsEntry> parse_safetensors_header(std::string_view bytes, uint64_t file_size,
@@ -330,83 +548,13 @@ std::vector<SafetensorsEntry> parse_safetensors_header(std::string_view bytes, u
   const uint64_t data_size = file_size - 8 - n;
   const std::string_view text = bytes.substr(8, static_cast<size_t>(n));
 
-  json j;
+  HeaderReader reader(what, data_size, text.size());
   try {
-    // The callback bounds nesting depth (a deeply nested document is not a header).
-    // The callback bounds nesting depth and the number of values, so a hostile header can
-    // neither exhaust the stack nor build a DOM many times its size.
-    uint64_t values = 0;
-    j = json::parse(text.begin(), text.end(), [&](int depth, json::parse_event_t, json&) {
-      if (depth > kMaxDepth) throw ConfigError(what + ": safetensors header nests too deeply");
-      if (++values > kMaxValues)
-        throw ConfigError(
-            what +
-            ": safetensors header holds more than 4 million JSON values (about 500,000 tensors)");
-      return true;
-    });
+    json::sax_parse(text.begin(), text.end(), &reader);
   } catch (const json::exception& e) {
     throw ConfigError(what + ": safetensors header is not valid JSON (" + e.what() + ")");
   }
-  if (!j.is_object())
-    throw ConfigError(what + ": safetensors header must be a JSON object, got " + j.type_name());
-  if (j.size() > kMaxEntries + 1)
-    throw ConfigError(what + ": safetensors header lists more than 10 million tensors");
-
-  std::vector<SafetensorsEntry> out;
-  out.reserve(j.size());
-  for (const auto& [name, v] : j.items()) {
-    if (name == "__metadata__") {
-      if (!v.is_object())
-        throw ConfigError(what + ": \"__metadata__\" must be an object, got " + v.type_name());
-      continue;
-    }
-    const std::string where = what + ": tensor " + shown(name);
-    if (const char* why = unsafe_name_reason(name))
-      throw ConfigError(where + ": unsafe name (" + why + ")");
-    if (!v.is_object())
-      throw ConfigError(where + ": entry must be an object, got " + v.type_name());
-    const auto dt = v.find("dtype");
-    const auto sh = v.find("shape");
-    const auto off = v.find("data_offsets");
-    if (dt == v.end() || sh == v.end() || off == v.end())
-      throw ConfigError(where + ": entry needs \"dtype\", \"shape\" and \"data_offsets\"");
-    SafetensorsEntry e;
-    e.name = name;
-    if (!dt->is_string()) throw ConfigError(where + ": dtype must be a string");
-    const auto t = st_dtype(dt->get<std::string>());
-    if (!t)
-      throw ConfigError(where + ": unknown dtype " + shown(dt->get<std::string>()) +
-                        " (allowed: F64, F32, F16, BF16, F8_E4M3, F8_E5M2, I64, I32, I16, I8, U8, "
-                        "BOOL)");
-    e.dtype = *t;
-    if (!sh->is_array() || sh->size() > 16)
-      throw ConfigError(where + ": shape must be an array of at most 16 dimensions");
-    uint64_t numel = 1;
-    for (const auto& d : *sh) {
-      const uint64_t x = get_u64(d, where + ": shape");
-      e.shape.push_back(x);
-      if (__builtin_mul_overflow(numel, x, &numel))
-        throw ConfigError(where + ": shape element count overflows");
-    }
-    if (!off->is_array() || off->size() != 2)
-      throw ConfigError(where + ": data_offsets must be [begin, end]");
-    e.begin = get_u64((*off)[0], where + ": data_offsets[0]");
-    e.end = get_u64((*off)[1], where + ": data_offsets[1]");
-    if (e.end < e.begin)
-      throw ConfigError(where + ": data_offsets end " + std::to_string(e.end) + " < begin " +
-                        std::to_string(e.begin));
-    if (e.end > data_size)
-      throw ConfigError(where + ": data_offsets [" + std::to_string(e.begin) + ", " +
-                        std::to_string(e.end) + ") out of range of the " +
-                        std::to_string(data_size) + "-byte data section");
-    uint64_t nbytes = 0;
-    if (__builtin_mul_overflow(numel, dtype_size(e.dtype), &nbytes))
-      throw ConfigError(where + ": shape x dtype size overflows 64 bits");
-    if (nbytes != e.end - e.begin)
-      throw ConfigError(where + ": data_offsets span " + std::to_string(e.end - e.begin) +
-                        " bytes but shape x dtype needs " + std::to_string(nbytes));
-    out.push_back(std::move(e));
-  }
+  std::vector<SafetensorsEntry> out = reader.take();
   std::sort(out.begin(), out.end(), [](const SafetensorsEntry& a, const SafetensorsEntry& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });

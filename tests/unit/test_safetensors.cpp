@@ -258,16 +258,33 @@ TEST_F(SafetensorsTest, MalformedFiles) {
             write("j5.safetensors", json{{"__metadata__", 1}, {"a", entry("F32", {1}, 0, 4)}}, 4));
       },
       "__metadata__");
-  const std::string deep = "{\"a\":" + std::string(100, '[') + std::string(100, ']') + "}";
+  // Deep nesting where the format allows any value (inside __metadata__).
+  const std::string deep =
+      "{\"__metadata__\":{\"x\":" + std::string(100, '[') + std::string(100, ']') + "}}";
   expect_config_error(
       [&] { import_safetensors(write_raw("j6.safetensors", header_bytes(deep), 0)); },
       "nests too deeply");
-  // A header of many tiny values is refused before its DOM grows far beyond the text.
+  // Read as a stream: a value of the wrong kind is refused where it stands, whatever its size.
   std::string many = "{\"a\":[";
   for (int i = 0; i < 4'100'000; ++i) many += "0,";
   many += "0]}";
   expect_config_error(
-      [&] { import_safetensors(write_raw("j7.safetensors", header_bytes(many), 0)); }, "4 million");
+      [&] { import_safetensors(write_raw("j7.safetensors", header_bytes(many), 0)); },
+      "entry must be an object, got array");
+  expect_config_error(
+      [&] {
+        json e = entry("F32", std::vector<uint64_t>(17, 1), 0, 4);
+        import_safetensors(write("j8.safetensors", json{{"a", e}}, 4));
+      },
+      "at most 16 dimensions");
+  // The same name twice: the JSON object keeps one, the file has both; refused.
+  expect_config_error(
+      [&] {
+        const std::string dup = R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})";
+        import_safetensors(write_raw("j9.safetensors", header_bytes(dup), 8));
+      },
+      "listed twice");
   // Unknown dtype, bad shape.
   expect_config_error(
       [&] {
