@@ -25,9 +25,12 @@ constexpr DTypeInfo kDTypes[] = {
     {DType::f64, "f64", 8, true},         {DType::f32, "f32", 4, true},
     {DType::f16, "f16", 2, true},         {DType::bf16, "bf16", 2, true},
     {DType::f8_e4m3, "f8_e4m3", 1, true}, {DType::f8_e5m2, "f8_e5m2", 1, true},
+    {DType::f8_e8m0, "f8_e8m0", 1, true}, {DType::c64, "c64", 8, true},
     {DType::i64, "i64", 8, false},        {DType::i32, "i32", 4, false},
     {DType::i16, "i16", 2, false},        {DType::i8, "i8", 1, false},
-    {DType::u8, "u8", 1, false},          {DType::boolean, "bool", 1, false},
+    {DType::u64, "u64", 8, false},        {DType::u32, "u32", 4, false},
+    {DType::u16, "u16", 2, false},        {DType::u8, "u8", 1, false},
+    {DType::boolean, "bool", 1, false},
 };
 
 const DTypeInfo& info(DType t) {
@@ -93,12 +96,14 @@ std::optional<DType> parse_dtype(std::string_view s) {
     DType t;
   };
   static constexpr Alias aliases[] = {
-      {"fp64", DType::f64},      {"float64", DType::f64},      {"double", DType::f64},
-      {"fp32", DType::f32},      {"float32", DType::f32},      {"float", DType::f32},
-      {"fp16", DType::f16},      {"float16", DType::f16},      {"half", DType::f16},
-      {"bfloat16", DType::bf16}, {"fp8_e4m3", DType::f8_e4m3}, {"fp8_e5m2", DType::f8_e5m2},
-      {"int64", DType::i64},     {"int32", DType::i32},        {"int16", DType::i16},
-      {"int8", DType::i8},       {"uint8", DType::u8},         {"boolean", DType::boolean},
+      {"fp64", DType::f64},         {"float64", DType::f64},      {"double", DType::f64},
+      {"fp32", DType::f32},         {"float32", DType::f32},      {"float", DType::f32},
+      {"fp16", DType::f16},         {"float16", DType::f16},      {"half", DType::f16},
+      {"bfloat16", DType::bf16},    {"fp8_e4m3", DType::f8_e4m3}, {"fp8_e5m2", DType::f8_e5m2},
+      {"int64", DType::i64},        {"int32", DType::i32},        {"int16", DType::i16},
+      {"int8", DType::i8},          {"uint8", DType::u8},         {"boolean", DType::boolean},
+      {"uint16", DType::u16},       {"uint32", DType::u32},       {"uint64", DType::u64},
+      {"fp8_e8m0", DType::f8_e8m0}, {"complex64", DType::c64},
   };
   for (const auto& a : aliases)
     if (l == a.name) return a.t;
@@ -384,8 +389,9 @@ DType read_dtype(ObjectReader& r, const std::string& key, DType def) {
   auto t = parse_dtype(*s);
   if (!t)
     throw ConfigError(r.key_path(key) + ": unknown dtype \"" + *s +
-                      "\" (allowed: f64, f32, f16, bf16, f8_e4m3, f8_e5m2, i64, i32, i16, i8, u8, "
-                      "bool; fp32/float32/bfloat16/... aliases accepted)");
+                      "\" (allowed: f64, f32, f16, bf16, f8_e4m3, f8_e5m2, f8_e8m0, c64, i64, i32, "
+                      "i16, i8, u64, u32, u16, u8, bool; fp32/float32/bfloat16/... aliases "
+                      "accepted)");
   return *t;
 }
 

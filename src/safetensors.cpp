@@ -30,10 +30,12 @@ using json = nlohmann::json;
 
 std::optional<DType> st_dtype(const std::string& s) {
   static const std::pair<const char*, DType> names[] = {
-      {"F64", DType::f64},   {"F32", DType::f32},         {"F16", DType::f16},
-      {"BF16", DType::bf16}, {"F8_E4M3", DType::f8_e4m3}, {"F8_E5M2", DType::f8_e5m2},
-      {"I64", DType::i64},   {"I32", DType::i32},         {"I16", DType::i16},
-      {"I8", DType::i8},     {"U8", DType::u8},           {"BOOL", DType::boolean},
+      {"F64", DType::f64},         {"F32", DType::f32},         {"F16", DType::f16},
+      {"BF16", DType::bf16},       {"F8_E4M3", DType::f8_e4m3}, {"F8_E5M2", DType::f8_e5m2},
+      {"I64", DType::i64},         {"I32", DType::i32},         {"I16", DType::i16},
+      {"I8", DType::i8},           {"U8", DType::u8},           {"BOOL", DType::boolean},
+      {"U16", DType::u16},         {"U32", DType::u32},         {"U64", DType::u64},
+      {"F8_E8M0", DType::f8_e8m0}, {"C64", DType::c64},
   };
   for (const auto& [n, t] : names)
     if (s == n) return t;
@@ -41,7 +43,8 @@ std::optional<DType> st_dtype(const std::string& s) {
 }
 
 std::string st_dtype_names() {
-  return "F64, F32, F16, BF16, F8_E4M3, F8_E5M2, I64, I32, I16, I8, U8, BOOL";
+  return "F64, F32, F16, BF16, F8_E4M3, F8_E5M2, F8_E8M0, C64, I64, I32, I16, I8, U64, U32, U16, "
+         "U8, BOOL";
 }
 
 // Printable, bounded rendering of an untrusted name for messages.

@@ -10,7 +10,25 @@
 
 namespace ckpt {
 
-enum class DType { f64, f32, f16, bf16, f8_e4m3, f8_e5m2, i64, i32, i16, i8, u8, boolean };
+enum class DType {
+  f64,
+  f32,
+  f16,
+  bf16,
+  f8_e4m3,
+  f8_e5m2,
+  f8_e8m0,
+  c64,
+  i64,
+  i32,
+  i16,
+  i8,
+  u64,
+  u32,
+  u16,
+  u8,
+  boolean
+};
 uint64_t dtype_size(DType t);
 std::string_view dtype_name(
     DType t);  // "bf16", "f32", ... (safetensors spellings accepted on parse)

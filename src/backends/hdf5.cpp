@@ -305,9 +305,17 @@ Hid file_type(DType t, bool raw_bytes) {
       return copy(H5T_STD_I16LE);
     case DType::i8:
       return copy(H5T_STD_I8LE);
+    case DType::u64:
+    case DType::c64:  // HDF5 1.10 has no complex type: 8 raw bytes + attribute dtype=c64
+      return copy(H5T_STD_U64LE);
+    case DType::u32:
+      return copy(H5T_STD_U32LE);
+    case DType::u16:
+      return copy(H5T_STD_U16LE);
     case DType::u8:
     case DType::f8_e4m3:
     case DType::f8_e5m2:
+    case DType::f8_e8m0:
     case DType::boolean:
       return copy(H5T_STD_U8LE);
   }
@@ -332,10 +340,19 @@ const char* file_type_name(DType t) {
       return "H5T_STD_I16LE";
     case DType::i8:
       return "H5T_STD_I8LE";
+    case DType::u64:
+      return "H5T_STD_U64LE";
+    case DType::u32:
+      return "H5T_STD_U32LE";
+    case DType::u16:
+      return "H5T_STD_U16LE";
     case DType::u8:
       return "H5T_STD_U8LE";
+    case DType::c64:
+      return "H5T_STD_U64LE + attribute dtype=c64";
     case DType::f8_e4m3:
     case DType::f8_e5m2:
+    case DType::f8_e8m0:
     case DType::boolean:
       return "H5T_STD_U8LE + attribute dtype";
   }
@@ -464,8 +481,9 @@ class Hdf5Backend final : public Backend {
         "TP-local shape; when scaled (bytes != numel * dtype size) a 1-D dataset of bytes / dtype "
         "size elements with the true shape in attribute \"shape\"";
     nlohmann::json types = nlohmann::json::object();
-    for (DType t : {DType::f64, DType::f32, DType::f16, DType::bf16, DType::f8_e4m3, DType::i64,
-                    DType::i32, DType::u8, DType::boolean})
+    for (DType t : {DType::f64, DType::f32, DType::f16, DType::bf16, DType::f8_e4m3, DType::f8_e5m2,
+                    DType::f8_e8m0, DType::c64, DType::i64, DType::i32, DType::i16, DType::i8,
+                    DType::u64, DType::u32, DType::u16, DType::u8, DType::boolean})
       types[std::string(dtype_name(t))] = file_type_name(t);
     j["dtype_mapping"] = types;
     j["datasets"] = datasets_;

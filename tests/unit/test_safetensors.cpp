@@ -362,3 +362,45 @@ TEST(SafetensorsHeader, ParsesInMemoryAndSortsByOffset) {
 
 }  // namespace
 }  // namespace ckpt
+
+TEST(SafetensorsHeader, AcceptsEveryByteSizedDtypeOfTheFormat) {
+  // dtype, bytes per element (safetensors' Dtype::size()).
+  const std::vector<std::pair<std::string, uint64_t>> types = {
+      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"F8_E8M0", 1},
+      {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},    {"I32", 4},     {"U32", 4},
+      {"F32", 4},  {"F64", 8}, {"I64", 8}, {"U64", 8},     {"C64", 8}};
+  std::string text = "{";
+  uint64_t off = 0;
+  for (size_t i = 0; i < types.size(); i++) {
+    const uint64_t n = 3 * types[i].second;
+    if (i) text += ",";
+    text += "\"t";
+    text += std::to_string(i);
+    text += "\":{\"dtype\":\"";
+    text += types[i].first;
+    text += "\",\"shape\":[3],\"data_offsets\":[";
+    text += std::to_string(off);
+    text += ",";
+    text += std::to_string(off + n);
+    text += "]}";
+    off += n;
+  }
+  text += "}";
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; i++) bytes[i] = static_cast<char>((text.size() >> (8 * i)) & 0xff);
+  bytes += text;
+  const auto entries = ckpt::parse_safetensors_header(bytes, bytes.size() + off, "all.safetensors");
+  ASSERT_EQ(entries.size(), types.size());
+  for (size_t i = 0; i < types.size(); i++) {
+    EXPECT_EQ(ckpt::dtype_size(entries[i].dtype), types[i].second) << types[i].first;
+    EXPECT_EQ(entries[i].end - entries[i].begin, 3 * types[i].second) << types[i].first;
+  }
+  // One the format does not define is refused, naming those it does.
+  const std::string bad = R"({"x":{"dtype":"F128","shape":[1],"data_offsets":[0,16]}})";
+  std::string b2(8, '\0');
+  b2[0] = static_cast<char>(bad.size());
+  b2 += bad;
+  ckpt_test::expect_config_error(
+      [&] { ckpt::parse_safetensors_header(b2, b2.size() + 16, "bad.safetensors"); },
+      "U64, U32, U16");
+}
