@@ -58,6 +58,12 @@ void RankDataPath::recv(std::byte* data, uint64_t len, int src, const std::strin
                   ", got " + std::to_string(got));
 }
 
+bool RankDataPath::waits_on_peer(const FileSpec& f, const Transfer& t) const {
+  bool r = false;
+  for_each_piece(f, t, [&](const Extent& e, uint64_t, uint64_t, uint64_t) { r |= remote(e); });
+  return r;
+}
+
 void remote_side(const IoPlan& plan, const RankIo& io, Phase phase, const PointConfig& pc,
                  Buffer& buf, RankDataPath& dp, PhaseRecorder& rec) {
   if (io.leader < 0 || io.remote.empty()) return;

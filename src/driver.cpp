@@ -240,15 +240,6 @@ class Driver {
     }
   }
 
-  // Does transfer t of f carry bytes another rank sends (node aggregation)?
-  bool remote(const FileSpec& f, const Transfer& t) const {
-    bool r = false;
-    for_each_piece(f, t, [&](const Extent& e, uint64_t, uint64_t, uint64_t) {
-      r |= e.source >= 0 && e.source != ctx_.io->rank;
-    });
-    return r;
-  }
-
   // One stream of transfers over every file, up to `depth` in flight. The io step is the stream's
   // wall time less the opens, syncs and closes made inside it.
   void stream() {
@@ -290,7 +281,7 @@ class Driver {
         Buffer& buf = ctx_.pool->at(s);
         std::byte* data = buf.data;
         if (save_) {
-          if (remote(f, t)) be_.flush();  // blocks in an MPI receive: keep the device busy
+          if (ctx_.data->waits_on_peer(f, t)) be_.flush();  // keep the device busy meanwhile
           data = ctx_.data->produce(f, t, buf);
         }
         info[s] = SlotInfo{i, t, now_ns(), false};

@@ -32,6 +32,9 @@ class DataPath {
   // Hands over the t.len bytes read into buf.data; verifies the payload when verification is on
   // (throws IoError naming the file and offset of the first wrong byte).
   virtual void consume(const FileSpec& f, const Transfer& t, Buffer& buf) = 0;
+  // Whether produce/consume of transfer t waits on another rank (node aggregation's MPI pieces):
+  // the driver hands queued transfers to the kernel first, so the device works meanwhile.
+  virtual bool waits_on_peer(const FileSpec&, const Transfer&) const { return false; }
 };
 
 enum class Phase { save, restore };

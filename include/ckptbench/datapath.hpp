@@ -19,6 +19,7 @@ class RankDataPath final : public DataPath {
 
   std::byte* produce(const FileSpec& f, const Transfer& t, Buffer& buf) override;
   void consume(const FileSpec& f, const Transfer& t, Buffer& buf) override;
+  bool waits_on_peer(const FileSpec& f, const Transfer& t) const override;
 
   // Verifies n bytes at position pos of extent e (its payload part only, never the padding);
   // throws IoError naming the file and the offset of the first wrong byte.
