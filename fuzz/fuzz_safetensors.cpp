@@ -15,16 +15,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Accepted headers must satisfy the documented guarantees.
     const uint64_t n = size >= 8 ? *reinterpret_cast<const uint64_t*>(data) : 0;
     const uint64_t data_size = size - 8 - n;
+    // Sorted by offset, back to back from 0 to the end of the data section (no gap, no overlap),
+    // each spanning exactly numel * bits / 8 bytes.
     uint64_t prev_end = 0;
     for (const auto& e : entries) {
       if (e.name.empty() || e.name[0] == '/' || e.name.find("..") != std::string::npos ||
-          e.begin > e.end || e.end > data_size)
+          e.begin != prev_end || e.begin > e.end || e.end > data_size)
         __builtin_trap();
-      if (e.end > e.begin) {
-        if (e.begin < prev_end) __builtin_trap();
-        prev_end = e.end;
-      }
+      uint64_t numel = 1;
+      for (uint64_t x : e.shape) numel *= x;  // no overflow: the parser checked numel * bits
+      if (numel * ckpt::dtype_bits(e.dtype) != 8 * (e.end - e.begin)) __builtin_trap();
+      prev_end = e.end;
     }
+    if (prev_end != data_size) __builtin_trap();
   } catch (const ckpt::ConfigError&) {
     // Rejected input: the expected outcome for most inputs.
   }

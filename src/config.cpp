@@ -77,30 +77,57 @@ const std::vector<Preset>& presets() {
         {"sync", "none"},
         {"transfer", "per-tensor"}}},
       {"deepspeed",
-       "DeepSpeed/Megatron: mp_rank_XX_model_states + zero_pp_rank_D_mp_rank_XX_optim_states "
-       "files, torch.save underneath (buffered, no fsync)",
-       {{"layout", "file-per-shard"},
+       "DeepSpeed (Megatron-DeepSpeed): per-layer files per TP rank with pipeline parallelism, "
+       "mp_rank_XX_model_states, [bf16_]zero_pp_rank_D_mp_rank_XX_optim_states, latest, "
+       "zero_to_fp32.py; torch.save underneath (buffered, no fsync)",
+       {{"layout", "deepspeed"},
         {"backend", "posix"},
         {"direct", false},
         {"sync", "none"},
         {"transfer", "per-tensor"}}},
+      {"megatron",
+       "Megatron-LM legacy format: iter_N/mp_rank_TT[_PPP]/model_optim_rng.pt (+ "
+       "distrib_optim.pt), torch.save underneath (buffered, no fsync)",
+       {{"layout", "megatron"},
+        {"backend", "posix"},
+        {"direct", false},
+        {"sync", "none"},
+        {"transfer", "per-tensor"}}},
+      {"megatron-dist",
+       "Megatron-LM torch_dist format: PyTorch DCP files (2 per rank) with replicated tensors "
+       "spread over data-parallel ranks, common.pt, .metadata; fsync per file",
+       {{"layout", "megatron-dist"},
+        {"backend", "posix"},
+        {"direct", false},
+        {"sync", "file"},
+        {"transfer", "per-tensor"}}},
       {"torch-dcp",
-       "torch.distributed.checkpoint FileSystemWriter: one .distcp file per rank plus metadata, "
-       "fsync per file (sync_files=True)",
-       {{"layout", "aggregated-rank"},
+       "torch.distributed.checkpoint FileSystemWriter: one __R_0.distcp file per rank "
+       "(replicated tensors deduplicated over ranks) plus .metadata, fsync per file "
+       "(sync_files=True)",
+       {{"layout", "torch-dcp"},
         {"backend", "posix"},
         {"direct", false},
         {"sync", "file"},
         {"transfer", "per-tensor"}}},
       {"datastates",
-       "DataStates-LLM style: aggregated per rank, io_uring with a deep queue, O_DIRECT",
-       {{"layout", "aggregated-rank"},
+       "DataStates-LLM: DeepSpeed's files written by an asynchronous engine: io_uring with a "
+       "deep queue, O_DIRECT",
+       {{"layout", "deepspeed"},
         {"backend", "io_uring"},
         {"direct", true},
         {"queue_depth", 32},
         {"block_size", "4M"},
         {"transfer", "stream"},
         {"sync", "end"}}},
+      {"mlperf-storage",
+       "MLPerf Storage checkpointing (DLIO): DLIO's files, torch.save per file, fsync per file "
+       "(checkpoint.fsync: True in the llama3 workloads)",
+       {{"layout", "dlio"},
+        {"backend", "posix"},
+        {"direct", false},
+        {"sync", "file"},
+        {"transfer", "per-tensor"}}},
   };
   return p;
 }
@@ -188,7 +215,9 @@ PointConfig parse_point(const json& pj_in) {
   p.model = parse_model_config(*model, "model");
   const json* par = r.raw("parallelism");
   p.parallelism = parse_parallelism(par ? *par : json::object(), "parallelism");
-  p.layout.kind = parse_layout(r.str("layout", "file-per-shard"));
+  // DLIO sizing writes DLIO's files unless the config asks for another layout.
+  p.layout.kind =
+      parse_layout(r.str("layout", p.model.sizing == "dlio" ? "dlio" : "file-per-shard"));
   p.layout.chunk_size = r.size("chunk_size", 0, true);
   p.layout.ranks_per_file = static_cast<int>(r.integer("ranks_per_file", 0, 0, 1 << 24));
   p.ranks_per_node = static_cast<int>(r.integer("ranks_per_node", 0, 0, 1 << 20));

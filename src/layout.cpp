@@ -5,13 +5,15 @@
 #include <set>
 
 #include "ckptbench/error.hpp"
+#include "ckptbench/frameworks.hpp"
 #include "ckptbench/units.hpp"
 
 namespace ckpt {
 
 const std::vector<std::string>& layout_names() {
-  static const std::vector<std::string> n = {"file-per-tensor", "file-per-shard", "aggregated-rank",
-                                             "aggregated-node", "shared-file"};
+  static const std::vector<std::string> n = {
+      "file-per-tensor", "file-per-shard", "aggregated-rank", "aggregated-node", "shared-file",
+      "deepspeed",       "megatron",       "megatron-dist",   "torch-dcp",       "dlio"};
   return n;
 }
 
@@ -41,6 +43,16 @@ nlohmann::json plan_stats_json(const PlanStats& st) {
            {{"min", st.rank_bytes_min}, {"mean", st.rank_bytes_mean}, {"max", st.rank_bytes_max}}},
           {"file_size_histogram", hist},
           {"state_kind_bytes", st.kind_bytes}};
+}
+
+nlohmann::json plan_file_list(const IoPlan& plan) {
+  std::map<uint32_t, const FileSpec*> by_id;
+  for (const auto& r : plan.ranks)
+    for (const auto& f : r.files) by_id.emplace(f.id, &f);
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [id, f] : by_id)
+    out.push_back({{"path", f->path}, {"size", f->size}, {"writers", f->writers}});
+  return out;
 }
 
 std::string shard_label(const ModelDesc& m, const Shard& s) {
@@ -117,6 +129,17 @@ struct Builder {
     f.index_writer = writer;
   }
 
+  // Non-tensor bytes of a framework file (pickle, zip records, metadata), written by `writer`.
+  void add_meta(GFile& f, uint64_t& cursor, uint64_t len, int writer) {
+    Extent e;
+    e.offset = round_up(cursor, align);
+    e.length = len;
+    e.padded = padded(len);
+    e.source = writer;
+    cursor = e.offset + e.padded;
+    f.extents.push_back(e);
+  }
+
   std::vector<int> all_items(int v) const {
     std::vector<int> it(plan.shards[v].shards.size());
     for (size_t i = 0; i < it.size(); i++) it[i] = static_cast<int>(i);
@@ -150,7 +173,7 @@ struct Builder {
             // Piece by piece, as in shard_label (GCC 12 -Wrestrict false positive otherwise).
             f.path = dir;
             f.path += '/';
-            f.path += in.model->tensors[sh[i].tensor].name;
+            f.path += escape_file_name(in.model->tensors[sh[i].tensor].name);
             f.path += '.';
             f.path += state_kind_name(sh[i].kind);
             if (sh[i].fragment) {
@@ -204,6 +227,24 @@ struct Builder {
                              : k == 1 ? fmt("rank_%05ld.ckpt", g)
                                       : fmt("group_%05ld.ckpt", g);
           group_file(path, vr, -1);
+        }
+        break;
+      }
+      case LayoutKind::deepspeed:
+      case LayoutKind::megatron:
+      case LayoutKind::megatron_dist:
+      case LayoutKind::torch_dcp:
+      case LayoutKind::dlio: {
+        FwStructure fw = framework_files(in, plan.shards);
+        for (auto& d : fw.dirs) dirs.insert(d);
+        for (const auto& ff : fw.files) {
+          GFile f;
+          f.path = ff.path;
+          uint64_t cursor = 0;
+          const int writer = real_of(ff.writer);
+          for (const auto& it : ff.items) append(f, cursor, it.vrank, {it.shard}, writer);
+          if (ff.meta_bytes > 0) add_meta(f, cursor, ff.meta_bytes, writer);
+          if (!f.extents.empty()) files.push_back(std::move(f));
         }
         break;
       }
@@ -332,6 +373,9 @@ struct Builder {
           st.index_bytes += e.length;
         } else {
           st.payload_bytes += e.length;
+          const Shard& s =
+              plan.shards[static_cast<size_t>(e.vrank)].shards[static_cast<size_t>(e.shard)];
+          st.kind_bytes[std::string(state_kind_name(s.kind))] += e.length;
         }
         st.padding_bytes += e.padded - e.length;
       }
@@ -383,7 +427,6 @@ IoPlan make_plan(const PlanInput& in) {
     mx = std::max(mx, rs.payload_bytes);
     sum += rs.payload_bytes;
     st.zero_padding_bytes += rs.zero_padding_bytes;
-    for (const auto& s : rs.shards) st.kind_bytes[std::string(state_kind_name(s.kind))] += s.bytes;
   }
   st.rank_bytes_min = V ? mn : 0;
   st.rank_bytes_max = mx;

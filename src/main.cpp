@@ -11,6 +11,7 @@
 #include "ckptbench/backend.hpp"
 #include "ckptbench/config.hpp"
 #include "ckptbench/error.hpp"
+#include "ckptbench/execution.hpp"
 #include "ckptbench/layout.hpp"
 #include "ckptbench/model.hpp"
 #include "ckptbench/report.hpp"
@@ -86,7 +87,7 @@ int cmd_models(bool as_json) {
   return 0;
 }
 
-int cmd_plan(const std::string& path, int world, bool as_json) {
+int cmd_plan(const std::string& path, int world, bool as_json, bool list_files) {
   RunConfig rc = parse_config(load_or_default(path));
   json pts = json::array();
   for (size_t i = 0; i < rc.points.size(); i++) {
@@ -100,7 +101,7 @@ int cmd_plan(const std::string& path, int world, bool as_json) {
     int rpn = p.ranks_per_node > 0 ? p.ranks_per_node : w;
     std::vector<int> node_of_rank(static_cast<size_t>(w));
     for (int r = 0; r < w; r++) node_of_rank[static_cast<size_t>(r)] = r / rpn;
-    IoPlan plan = make_plan(plan_input(p, m, par, p.align ? p.align : 4096, w, node_of_rank));
+    IoPlan plan = make_plan(plan_input(p, m, par, point_align(p, 4096), w, node_of_rank));
     json pt = plan_stats_json(plan.stats);
     pt["block_size"] = p.block_size;
     pt["transfers"] =
@@ -111,6 +112,7 @@ int cmd_plan(const std::string& path, int world, bool as_json) {
     pt["world"] = w;
     pt["parallelism"] = parallelism_to_json(par);
     pt["layout"] = layout_name(p.layout.kind);
+    if (list_files) pt["file_list"] = plan_file_list(plan);
     pts.push_back(pt);
   }
   if (as_json) {
@@ -154,6 +156,13 @@ int cmd_plan(const std::string& path, int world, bool as_json) {
     std::printf("\n");
     if (p["block_size"].get<uint64_t>() > t["largest_run_bytes"].get<uint64_t>())
       std::printf("  note: block_size exceeds the largest contiguous run: it has no effect here\n");
+    if (p.contains("file_list")) {
+      std::printf("  files (in write order; size, writer ranks):\n");
+      for (const auto& f : p["file_list"])
+        std::printf("    %s %llu %s\n", f["path"].get<std::string>().c_str(),
+                    static_cast<unsigned long long>(f["size"].get<uint64_t>()),
+                    f["writers"].dump().c_str());
+    }
   }
   return 0;
 }
@@ -177,6 +186,16 @@ int cmd_run(const std::string& config_path, RunOptions opt, std::string output,
       if (timeout_s >= 0) rc.timeout_s = timeout_s;
     } catch (const ConfigError& e) {
       parse_error = e.what();
+    }
+    // A DLIO summary.json describes one configuration (MLPerf Storage reads one per run).
+    if (parse_error.empty() && !dlio_path.empty() && rc.points.size() > 1) {
+      parse_error =
+          "--dlio-summary: a DLIO summary.json describes one configuration, but this "
+          "config has ";
+      parse_error += std::to_string(rc.points.size());
+      parse_error +=
+          " sweep points; run each configuration on its own (without \"sweep\") to get one "
+          "summary per run";
     }
     json identity;
     if (parse_error.empty()) {
@@ -210,9 +229,20 @@ int cmd_run(const std::string& config_path, RunOptions opt, std::string output,
                         static_cast<unsigned long long>(p["plan"]["files"].get<uint64_t>()));
         } else {
           write_report(r.doc, output);
-          if (!dlio_path.empty()) write_report(dlio_summary(r.doc), dlio_path);
+          bool dlio_written = false;
+          if (!dlio_path.empty()) {
+            const auto s = dlio_summary(r.doc);
+            if (s.is_null())
+              std::fprintf(stderr,
+                           "ckptbench: --dlio-summary: nothing written: the point did not "
+                           "finish\n");
+            else
+              write_report(s, dlio_path);
+            dlio_written = !s.is_null();
+          }
           if (!opt.quiet) std::printf("\n%s", summary_table(r.doc).c_str());
           std::printf("report: %s\n", output.c_str());
+          if (dlio_written) std::printf("DLIO summary: %s\n", dlio_path.c_str());
         }
       }
       if (r.exit_code != 0) fail(r.error, r.exit_code);
@@ -254,8 +284,9 @@ int main(int argc, char** argv) {
                   "Report path (default: results/ckptbench-<UTC time>.json)");
   std::string dlio_path;
   run->add_option("--dlio-summary", dlio_path,
-                  "Also write a DLIO/MLPerf-Storage-style summary.json (save/load throughput and "
-                  "duration mean and stdev, checkpoint size in GiB) to this path");
+                  "Also write DLIO's summary.json layout (what MLPerf Storage reporting reads: "
+                  "rank 0's save/load duration and throughput, checkpoint size in GB = 2^30 B) "
+                  "plus a \"ckptbench\" object, to this path; one-point configs only");
   double timeout_s = -1;
   run->add_option("--timeout", timeout_s,
                   "Per-point time limit in seconds (overrides the config's timeout_s; 0 = none): a "
@@ -283,6 +314,9 @@ int main(int argc, char** argv) {
   plan->add_option("--world,-w", world, "Job size in ranks (default: from the config)")
       ->check(CLI::PositiveNumber);
   plan->add_flag("--json", pjson, "Print JSON");
+  bool pfiles = false;
+  plan->add_flag("--files", pfiles,
+                 "List every file: path (relative to the point directory), size, writer ranks");
 
   bool mjson = false;
   auto* models = app.add_subcommand("models", "List the built-in model zoo with sizes");
@@ -304,7 +338,7 @@ int main(int argc, char** argv) {
       return cmd_run(config, ropt, output, dlio_path, timeout_s);
     }
     if (*validate) return cmd_validate(vpath);
-    if (*plan) return cmd_plan(ppath, world, pjson);
+    if (*plan) return cmd_plan(ppath, world, pjson, pfiles);
     if (*models) return cmd_models(mjson);
     if (*backends) {
       json j = probe_backends();

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "ckptbench/dlio.hpp"
 #include "ckptbench/error.hpp"
 #include "ckptbench/jsonread.hpp"
 #include "ckptbench/safetensors.hpp"
@@ -17,20 +18,21 @@ namespace {
 struct DTypeInfo {
   DType t;
   const char* name;
-  uint64_t size;
+  uint64_t bits;  // per element; 4 and 6 for the packed sub-byte floats
   bool is_float;
 };
 
 constexpr DTypeInfo kDTypes[] = {
-    {DType::f64, "f64", 8, true},         {DType::f32, "f32", 4, true},
-    {DType::f16, "f16", 2, true},         {DType::bf16, "bf16", 2, true},
-    {DType::f8_e4m3, "f8_e4m3", 1, true}, {DType::f8_e5m2, "f8_e5m2", 1, true},
-    {DType::f8_e8m0, "f8_e8m0", 1, true}, {DType::c64, "c64", 8, true},
-    {DType::i64, "i64", 8, false},        {DType::i32, "i32", 4, false},
-    {DType::i16, "i16", 2, false},        {DType::i8, "i8", 1, false},
-    {DType::u64, "u64", 8, false},        {DType::u32, "u32", 4, false},
-    {DType::u16, "u16", 2, false},        {DType::u8, "u8", 1, false},
-    {DType::boolean, "bool", 1, false},
+    {DType::f64, "f64", 64, true},        {DType::f32, "f32", 32, true},
+    {DType::f16, "f16", 16, true},        {DType::bf16, "bf16", 16, true},
+    {DType::f8_e4m3, "f8_e4m3", 8, true}, {DType::f8_e5m2, "f8_e5m2", 8, true},
+    {DType::f8_e8m0, "f8_e8m0", 8, true}, {DType::f6_e2m3, "f6_e2m3", 6, true},
+    {DType::f6_e3m2, "f6_e3m2", 6, true}, {DType::f4, "f4", 4, true},
+    {DType::c64, "c64", 64, true},        {DType::i64, "i64", 64, false},
+    {DType::i32, "i32", 32, false},       {DType::i16, "i16", 16, false},
+    {DType::i8, "i8", 8, false},          {DType::u64, "u64", 64, false},
+    {DType::u32, "u32", 32, false},       {DType::u16, "u16", 16, false},
+    {DType::u8, "u8", 8, false},          {DType::boolean, "bool", 8, false},
 };
 
 const DTypeInfo& info(DType t) {
@@ -83,7 +85,30 @@ TransformerDims moe(TransformerDims d, uint64_t experts) {
 
 }  // namespace
 
-uint64_t dtype_size(DType t) { return info(t).size; }
+uint64_t dtype_bits(DType t) { return info(t).bits; }
+
+uint64_t dtype_bytes(DType t, uint64_t numel) {
+  const uint64_t bits = info(t).bits;
+  // ceil(numel * bits / 8) without forming numel * bits: whole groups of 8 elements take `bits`
+  // bytes, the rest (< 8 elements) at most `bits` bytes.
+  uint64_t whole = 0, total = 0;
+  if (__builtin_mul_overflow(numel / 8, bits, &whole) ||
+      __builtin_add_overflow(whole, ((numel % 8) * bits + 7) / 8, &total))
+    throw ConfigError(std::to_string(numel) + " elements of " + info(t).name +
+                      ": byte count overflows 64 bits");
+  return total;
+}
+
+uint64_t dtype_size(DType t) {
+  const DTypeInfo& d = info(t);
+  if (d.bits % 8 != 0) {
+    std::string msg = "internal: dtype_size(";
+    msg += d.name;
+    msg += "): sub-byte dtype has no per-element byte size, use dtype_bytes";
+    throw Error(msg);
+  }
+  return d.bits / 8;
+}
 std::string_view dtype_name(DType t) { return info(t).name; }
 bool dtype_is_float(DType t) { return info(t).is_float; }
 
@@ -103,7 +128,8 @@ std::optional<DType> parse_dtype(std::string_view s) {
       {"int64", DType::i64},        {"int32", DType::i32},        {"int16", DType::i16},
       {"int8", DType::i8},          {"uint8", DType::u8},         {"boolean", DType::boolean},
       {"uint16", DType::u16},       {"uint32", DType::u32},       {"uint64", DType::u64},
-      {"fp8_e8m0", DType::f8_e8m0}, {"complex64", DType::c64},
+      {"fp8_e8m0", DType::f8_e8m0}, {"complex64", DType::c64},    {"fp4", DType::f4},
+      {"fp6_e2m3", DType::f6_e2m3}, {"fp6_e3m2", DType::f6_e3m2},
   };
   for (const auto& a : aliases)
     if (l == a.name) return a.t;
@@ -118,15 +144,16 @@ uint64_t TensorDesc::numel() const {
 
 uint64_t ModelDesc::num_params() const {
   uint64_t n = 0;
-  for (const auto& t : tensors) n += t.numel();
+  for (const auto& t : tensors)
+    if (!t.only_kind || *t.only_kind == StateKind::weights) n += t.numel();
   return n;
 }
 
 uint64_t TrainingState::bytes_per_param() const {
-  uint64_t b = dtype_size(weight_dtype);
-  if (optimizer == Optimizer::adam) b += dtype_size(master_dtype) + 2 * dtype_size(optim_dtype);
-  if (optimizer == Optimizer::sgd) b += dtype_size(master_dtype) + dtype_size(optim_dtype);
-  return b;
+  uint64_t bits = dtype_bits(weight_dtype);
+  if (optimizer == Optimizer::adam) bits += dtype_bits(master_dtype) + 2 * dtype_bits(optim_dtype);
+  if (optimizer == Optimizer::sgd) bits += dtype_bits(master_dtype) + dtype_bits(optim_dtype);
+  return (bits + 7) / 8;
 }
 
 std::string_view state_kind_name(StateKind k) {
@@ -170,6 +197,10 @@ DType state_dtype(const TrainingState& ts, StateKind k) {
 
 std::optional<DType> tensor_state_dtype(const TensorDesc& t, const TrainingState& ts, StateKind k) {
   const DType w = t.dtype.value_or(ts.weight_dtype);
+  if (t.only_kind) {
+    if (*t.only_kind != k) return std::nullopt;
+    return k == StateKind::weights ? w : state_dtype(ts, k);
+  }
   if (k == StateKind::weights) return w;
   if (!dtype_is_float(w)) return std::nullopt;
   return state_dtype(ts, k);
@@ -178,7 +209,7 @@ std::optional<DType> tensor_state_dtype(const TensorDesc& t, const TrainingState
 uint64_t state_bytes(const ModelDesc& m, const TrainingState& ts, StateKind k) {
   uint64_t b = 0;
   for (const auto& t : m.tensors)
-    if (auto dt = tensor_state_dtype(t, ts, k)) b += t.numel() * dtype_size(*dt);
+    if (auto dt = tensor_state_dtype(t, ts, k)) b += dtype_bytes(*dt, t.numel());
   return b;
 }
 
@@ -209,6 +240,22 @@ const std::vector<ZooEntry>& model_zoo() {
                  llama(8192, 80, 28672, 64, 8, 128256)});
     z.push_back({"llama3.1-405b", "Llama 3.1 405B, GQA 128/8 (405.9 B params)",
                  llama(16384, 126, 53248, 128, 8, 128256)});
+    // MLPerf Storage checkpoint workloads (mlcommons/storage configs/dlio/workload/llama3_*.yaml)
+    // with their own dimensions (the 70B uses 128 heads, the 1T 25872/192 heads, which only DLIO
+    // sizing accepts); sized as DLIO sizes them by default.
+    z.push_back({"mlperf-llama3-8b",
+                 "MLPerf Storage llama3_8b workload (DLIO sizing, 8.03 B params)",
+                 llama(4096, 32, 14336, 32, 8, 128256), "dlio"});
+    z.push_back({"mlperf-llama3-70b",
+                 "MLPerf Storage llama3_70b workload: 128 heads (DLIO sizing, 69.9 B params)",
+                 llama(8192, 80, 28672, 128, 8, 128256), "dlio"});
+    z.push_back({"mlperf-llama3-405b",
+                 "MLPerf Storage llama3_405b workload (DLIO sizing, 405.9 B params)",
+                 llama(16384, 126, 53248, 128, 8, 128256), "dlio"});
+    z.push_back({"mlperf-llama3-1t",
+                 "MLPerf Storage llama3_1t workload: h 25872, 192/32 heads (DLIO sizing, 1.18 T "
+                 "params)",
+                 llama(25872, 128, 98304, 192, 32, 128256), "dlio"});
     z.push_back({"gpt3-175b",
                  "GPT-3 175B: LayerNorm, biases, plain 4h MLP, tied embeddings (174.6 B params)",
                  gpt3_175b()});
@@ -239,7 +286,9 @@ std::string zoo_names() {
 }
 
 // Checks and normalises dims (ffn 0 -> 4h, kv_heads 0 -> heads). `path` names the config section.
-TransformerDims resolve_dims(TransformerDims d, const std::string& path) {
+// `dlio`: the dimensions DLIO accepts (heads need not divide hidden: DLIO rounds the head size
+// down), for model.sizing "dlio".
+TransformerDims resolve_dims(TransformerDims d, const std::string& path, bool dlio = false) {
   auto need = [&](uint64_t v, const char* key) {
     if (v == 0)
       throw ConfigError(path + "." + key + ": required for a custom model and must be > 0");
@@ -250,10 +299,10 @@ TransformerDims resolve_dims(TransformerDims d, const std::string& path) {
   need(d.vocab, "vocab");
   if (d.ffn == 0) d.ffn = 4 * d.hidden;
   if (d.kv_heads == 0) d.kv_heads = d.heads;
-  if (d.hidden % d.heads != 0)
+  if (!dlio && d.hidden % d.heads != 0)
     throw ConfigError(path + ".heads: " + std::to_string(d.heads) + " does not divide hidden " +
                       std::to_string(d.hidden));
-  if (d.kv_heads > d.heads || d.heads % d.kv_heads != 0)
+  if (!dlio && (d.kv_heads > d.heads || d.heads % d.kv_heads != 0))
     throw ConfigError(path + ".kv_heads: " + std::to_string(d.kv_heads) + " must divide heads " +
                       std::to_string(d.heads));
   const uint64_t experts = std::max<uint64_t>(d.experts, 1);
@@ -353,18 +402,6 @@ std::vector<TensorDesc> transformer_tensors(const TransformerDims& d) {
   return out;
 }
 
-// DLIO sizing: one synthetic tensor of N parameters, split over PP stages and TP ranks.
-std::vector<TensorDesc> dlio_tensors(const TransformerDims& d) {
-  TensorDesc t;
-  t.name = "model_states";
-  t.shape = {dlio_num_params(d)};
-  t.tp_split_dim = 0;
-  t.tp_uneven_ok = true;
-  t.pp_split = true;
-  t.placement = Placement::first_stage;  // ignored when pp_split
-  return {t};
-}
-
 Optimizer parse_optimizer(const std::string& s) {
   if (s == "adam") return Optimizer::adam;
   if (s == "sgd") return Optimizer::sgd;
@@ -389,9 +426,9 @@ DType read_dtype(ObjectReader& r, const std::string& key, DType def) {
   auto t = parse_dtype(*s);
   if (!t)
     throw ConfigError(r.key_path(key) + ": unknown dtype \"" + *s +
-                      "\" (allowed: f64, f32, f16, bf16, f8_e4m3, f8_e5m2, f8_e8m0, c64, i64, i32, "
-                      "i16, i8, u64, u32, u16, u8, bool; fp32/float32/bfloat16/... aliases "
-                      "accepted)");
+                      "\" (allowed: f64, f32, f16, bf16, f8_e4m3, f8_e5m2, f8_e8m0, f6_e2m3, "
+                      "f6_e3m2, f4, c64, i64, i32, i16, i8, u64, u32, u16, u8, bool; "
+                      "fp32/float32/bfloat16/... aliases accepted)");
   return *t;
 }
 
@@ -463,7 +500,9 @@ ModelConfig parse_model_config(const nlohmann::json& v, const std::string& path)
                         "; or an object with \"name\": \"custom\" and dimensions, or "
                         "\"safetensors\": path)");
     m.preset = name;
-    m.custom = resolve_dims(z->dims, path);
+    m.sizing = z->sizing;
+    if (m.sizing == "dlio") m.state.weight_dtype = DType::f16;
+    m.custom = resolve_dims(z->dims, path, m.sizing == "dlio");
     return m;
   }
   if (!v.is_object())
@@ -478,7 +517,8 @@ ModelConfig parse_model_config(const nlohmann::json& v, const std::string& path)
     name = preset;
   }
   const auto st = r.opt_str("safetensors");
-  m.sizing = r.choice("sizing", "exact", {"exact", "dlio"});
+  const ZooEntry* zoo_default = name ? find_zoo(*name) : nullptr;
+  m.sizing = r.choice("sizing", zoo_default ? zoo_default->sizing : "exact", {"exact", "dlio"});
   // DLIO counts fp16 weights; the other dtypes default as in exact sizing.
   m.state.weight_dtype = read_dtype(r, "dtype", m.sizing == "dlio" ? DType::f16 : DType::bf16);
   m.state.master_dtype = read_dtype(r, "master_dtype", DType::f32);
@@ -543,7 +583,7 @@ ModelConfig parse_model_config(const nlohmann::json& v, const std::string& path)
   for (int i = 0; i < 4; ++i)
     if (bools[i]) *bool_field(base, kBoolKeys[i]) = *bools[i];
   m.preset = *name;
-  m.custom = resolve_dims(base, path);
+  m.custom = resolve_dims(base, path, m.sizing == "dlio");
   return m;
 }
 
@@ -585,7 +625,7 @@ ModelDesc build_model(const ModelConfig& m) {
   ModelDesc d;
   d.name = m.preset;
   if (m.custom) {
-    d.dims = resolve_dims(*m.custom, "model");
+    d.dims = resolve_dims(*m.custom, "model", m.sizing == "dlio");
   } else {
     const ZooEntry* z = find_zoo(m.preset);
     if (!z)

@@ -8,6 +8,7 @@
 
 #include "ckptbench/error.hpp"
 #include "ckptbench/execution.hpp"
+#include "ckptbench/frameworks.hpp"
 #include "ckptbench/lustre.hpp"
 #include "ckptbench/transfer.hpp"
 #include "ckptbench/units.hpp"
@@ -30,6 +31,9 @@ Prepared prepare_point(const PointConfig& pc, MPI_Comm comm, uint64_t align) {
 
 uint64_t point_align(const PointConfig& pc, uint64_t dio_align) {
   if (pc.align) return pc.align;
+  // Framework layouts written through the page cache place tensors as torch.save does: each
+  // storage at a 64-byte boundary of the zip file.
+  if (!pc.direct && is_framework_layout(pc.layout.kind)) return 64;
   return std::max<uint64_t>(4096, dio_align);
 }
 

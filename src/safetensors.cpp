@@ -35,7 +35,8 @@ std::optional<DType> st_dtype(const std::string& s) {
       {"I64", DType::i64},         {"I32", DType::i32},         {"I16", DType::i16},
       {"I8", DType::i8},           {"U8", DType::u8},           {"BOOL", DType::boolean},
       {"U16", DType::u16},         {"U32", DType::u32},         {"U64", DType::u64},
-      {"F8_E8M0", DType::f8_e8m0}, {"C64", DType::c64},
+      {"F8_E8M0", DType::f8_e8m0}, {"C64", DType::c64},         {"F6_E2M3", DType::f6_e2m3},
+      {"F6_E3M2", DType::f6_e3m2}, {"F4", DType::f4},
   };
   for (const auto& [n, t] : names)
     if (s == n) return t;
@@ -43,8 +44,8 @@ std::optional<DType> st_dtype(const std::string& s) {
 }
 
 std::string st_dtype_names() {
-  return "F64, F32, F16, BF16, F8_E4M3, F8_E5M2, F8_E8M0, C64, I64, I32, I16, I8, U64, U32, U16, "
-         "U8, BOOL";
+  return "F64, F32, F16, BF16, F8_E4M3, F8_E5M2, F8_E8M0, F6_E2M3, F6_E3M2, F4, C64, I64, I32, "
+         "I16, I8, U64, U32, U16, U8, BOOL";
 }
 
 // Printable, bounded rendering of an untrusted name for messages.
@@ -295,6 +296,57 @@ ModelDesc import_index(const std::string& path) {
   return make_model(path, std::move(all));
 }
 
+// Head counts and sizes from a Hugging Face config.json beside the import, when it has
+// "num_attention_heads" (or GPT-2's "n_head"), at the top level or in "text_config". They become
+// m.dims so that resolve_parallelism applies the zoo's TP rules (heads, kv_heads, ffn divisible
+// by TP) to the imported model; the tensor inventory still comes from the safetensors headers.
+// No config.json, or one without a head count, leaves m.dims empty.
+void read_hf_config(const std::string& path, ModelDesc& m) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;
+  const std::string text = read_small_file(path, 16ull << 20);
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded())
+    throw ConfigError(path + ": not valid JSON (read for the attention head count of the model)");
+  if (!j.is_object()) return;
+  auto has_heads = [](const json& o) {
+    return o.is_object() && (o.contains("num_attention_heads") || o.contains("n_head"));
+  };
+  const json* c = &j;
+  if (!has_heads(j)) {
+    auto tc = j.find("text_config");
+    if (tc == j.end() || !has_heads(*tc)) return;
+    c = &*tc;
+  }
+  // First of `keys` present: a positive integer, or 0 when absent or null.
+  auto get = [&](std::initializer_list<const char*> keys) -> uint64_t {
+    for (const char* k : keys) {
+      auto it = c->find(k);
+      if (it == c->end() || it->is_null()) continue;
+      if (!it->is_number_unsigned() || it->get<uint64_t>() == 0 ||
+          it->get<uint64_t>() > (uint64_t{1} << 40))
+        throw ConfigError(path + ": \"" + k + "\" must be a positive integer, got " + it->dump());
+      return it->get<uint64_t>();
+    }
+    return 0;
+  };
+  TransformerDims d;
+  d.heads = get({"num_attention_heads", "n_head"});
+  d.kv_heads = get({"num_key_value_heads", "num_kv_heads", "n_head_kv"});
+  if (d.kv_heads == 0) {
+    auto mq = c->find("multi_query");  // Falcon-7B: one KV head
+    d.kv_heads = mq != c->end() && mq->is_boolean() && mq->get<bool>() ? 1 : d.heads;
+  }
+  d.hidden = get({"hidden_size", "n_embd"});
+  d.ffn = get({"intermediate_size", "n_inner", "ffn_dim"});
+  if (d.ffn == 0) d.ffn = 4 * d.hidden;  // GPT-2: n_inner null = 4 x n_embd; 0 when unknown
+  d.layers = get({"num_hidden_layers", "n_layer"});
+  if (d.layers == 0) d.layers = m.num_layers;
+  d.vocab = get({"vocab_size"});
+  if (d.heads == 0) return;  // "num_attention_heads": null
+  m.dims = d;
+}
+
 ModelDesc import_dir(const std::string& path) {
   std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(path.c_str()), ::closedir);
   if (!d) throw ConfigError(path + ": cannot open directory: " + errno_text(errno));
@@ -313,7 +365,18 @@ ModelDesc import_dir(const std::string& path) {
   return make_model(path, std::move(all));
 }
 
-// Shape, offsets and size of one entry against each other and the data section.
+std::string offsets_text(const SafetensorsEntry& e) {
+  std::string r = "data_offsets [";
+  r += std::to_string(e.begin);
+  r += ", ";
+  r += std::to_string(e.end);
+  r += "]";
+  return r;
+}
+
+// Shape, offsets and size of one entry against each other and the data section (safetensors
+// Metadata::validate, per tensor: numel * bitsize must not overflow, must be a multiple of 8, and
+// end - begin must equal numel * bitsize / 8).
 template <class Where>
 void validate_entry(const SafetensorsEntry& e, Where&& where_fn, uint64_t data_size) {
   const auto where = [&] { return where_fn(); };
@@ -322,18 +385,63 @@ void validate_entry(const SafetensorsEntry& e, Where&& where_fn, uint64_t data_s
     if (__builtin_mul_overflow(numel, x, &numel))
       throw ConfigError(where() + ": shape element count overflows");
   if (e.end < e.begin)
-    throw ConfigError(where() + ": data_offsets end " + std::to_string(e.end) + " < begin " +
-                      std::to_string(e.begin));
+    throw ConfigError(where() + ": " + offsets_text(e) + ": end " + std::to_string(e.end) +
+                      " < begin " + std::to_string(e.begin));
   if (e.end > data_size)
-    throw ConfigError(where() + ": data_offsets [" + std::to_string(e.begin) + ", " +
-                      std::to_string(e.end) + ") out of range of the " + std::to_string(data_size) +
-                      "-byte data section");
-  uint64_t nbytes = 0;
-  if (__builtin_mul_overflow(numel, dtype_size(e.dtype), &nbytes))
+    throw ConfigError(where() + ": " + offsets_text(e) + " out of range of the " +
+                      std::to_string(data_size) + "-byte data section");
+  const uint64_t bits = dtype_bits(e.dtype);
+  uint64_t nbits = 0;
+  if (__builtin_mul_overflow(numel, bits, &nbits))
     throw ConfigError(where() + ": shape x dtype size overflows 64 bits");
+  if (nbits % 8 != 0)
+    throw ConfigError(where() + ": " + std::to_string(numel) + " elements of " +
+                      std::string(dtype_name(e.dtype)) + " are " + std::to_string(nbits) +
+                      " bits, not a whole number of bytes (safetensors requires numel x bits to "
+                      "be a multiple of 8)");
+  const uint64_t nbytes = nbits / 8;
   if (nbytes != e.end - e.begin)
-    throw ConfigError(where() + ": data_offsets span " + std::to_string(e.end - e.begin) +
-                      " bytes but shape x dtype needs " + std::to_string(nbytes));
+    throw ConfigError(where() + ": " + offsets_text(e) + " span " +
+                      std::to_string(e.end - e.begin) + " bytes but shape x dtype needs " +
+                      std::to_string(nbytes));
+}
+
+// The tensors, sorted by (begin, end), must tile the data section: each starts where the previous
+// ended (the first at 0), and the last ends at the end of the data section (safetensors: sort by
+// data_offsets, Metadata::validate requires begin == previous end, read_metadata requires the last
+// end + 8 + header length == file size). Listing order in the header does not matter.
+void check_tiling(const std::vector<SafetensorsEntry>& sorted, uint64_t data_size,
+                  const std::string& what) {
+  uint64_t cursor = 0;
+  const SafetensorsEntry* prev = nullptr;
+  for (const auto& e : sorted) {
+    if (e.begin != cursor) {
+      std::string msg = what + ": tensor " + shown(e.name) + " " + offsets_text(e);
+      if (e.begin < cursor) {
+        msg += " overlaps tensor " + shown(prev->name) + " " + offsets_text(*prev) +
+               " in the data section";
+      } else {
+        msg += " leaves a " + std::to_string(e.begin - cursor) + "-byte gap after ";
+        msg += prev ? "tensor " + shown(prev->name) + " " + offsets_text(*prev)
+                    : std::string("the start of the data section");
+        msg += " (safetensors requires the tensors to cover the data section back to back)";
+      }
+      throw ConfigError(msg);
+    }
+    cursor = e.end;
+    prev = &e;
+  }
+  if (cursor != data_size) {
+    std::string msg = what + ": ";
+    msg +=
+        prev ? "the last tensor " + shown(prev->name) + " " + offsets_text(*prev) + " ends at byte "
+             : std::string("the header lists no tensor, the data ends at byte ");
+    msg += std::to_string(cursor) + " but the data section holds " + std::to_string(data_size) +
+           " bytes: " + std::to_string(data_size - cursor) +
+           " bytes belong to no tensor (safetensors requires the tensors to cover the data "
+           "section exactly)";
+    throw ConfigError(msg);
+  }
 }
 
 // The header read as a stream of JSON events (nlohmann's SAX interface), entry by entry, without
@@ -561,16 +669,7 @@ std::vector<SafetensorsEntry> parse_safetensors_header(std::string_view bytes, u
   std::sort(out.begin(), out.end(), [](const SafetensorsEntry& a, const SafetensorsEntry& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });
-  uint64_t max_end = 0;
-  const SafetensorsEntry* holder = nullptr;
-  for (const auto& e : out) {
-    if (e.end == e.begin) continue;  // empty tensors occupy no bytes
-    if (e.begin < max_end)
-      throw ConfigError(what + ": tensors " + shown(holder->name) + " and " + shown(e.name) +
-                        " overlap in the data section");
-    max_end = e.end;
-    holder = &e;
-  }
+  check_tiling(out, data_size, what);
   return out;
 }
 
@@ -579,9 +678,17 @@ ModelDesc import_safetensors(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
     throw ConfigError(path + ": cannot access safetensors input: " + errno_text(errno));
-  if (S_ISDIR(st.st_mode)) return import_dir(path);
-  if (ends_with(path, ".json")) return import_index(path);
-  return make_model(path, read_header_file(path));
+  ModelDesc m;
+  std::string dir;
+  if (S_ISDIR(st.st_mode)) {
+    m = import_dir(path);
+    dir = path;
+  } else {
+    m = ends_with(path, ".json") ? import_index(path) : make_model(path, read_header_file(path));
+    dir = dir_of(path);
+  }
+  read_hf_config(dir + "/config.json", m);
+  return m;
 }
 
 }  // namespace ckpt

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <string>
 
+#include "ckptbench/dlio.hpp"
 #include "ckptbench/error.hpp"
 #include "ckptbench/jsonread.hpp"
 
@@ -39,7 +40,6 @@ int stage_of_layer(uint64_t layers, int pp, uint64_t l) {
 }
 
 bool on_stage(const TensorDesc& t, const ModelDesc& m, int pp, int stage) {
-  if (t.pp_split) return true;
   switch (t.placement) {
     case Placement::first_stage:
       return stage == 0;
@@ -54,11 +54,9 @@ bool on_stage(const TensorDesc& t, const ModelDesc& m, int pp, int stage) {
   return false;
 }
 
-// TP-local (and, for pp_split tensors, stage-local) shape.
-std::vector<uint64_t> local_shape(const TensorDesc& t, const Parallelism& p, int tp, int stage) {
+// TP-local shape.
+std::vector<uint64_t> local_shape(const TensorDesc& t, const Parallelism& p, int tp) {
   std::vector<uint64_t> s = t.shape;
-  if (t.pp_split && !s.empty())
-    s[0] = split_part(s[0], static_cast<uint64_t>(p.pp), static_cast<uint64_t>(stage)).count;
   if (t.tp_split_dim >= 0 && static_cast<size_t>(t.tp_split_dim) < s.size()) {
     auto& d = s[static_cast<size_t>(t.tp_split_dim)];
     d = split_part(d, static_cast<uint64_t>(p.tp), static_cast<uint64_t>(tp)).count;
@@ -72,17 +70,22 @@ uint64_t product(const std::vector<uint64_t>& s) {
   return n;
 }
 
-// Bytes of `numel` elements after `scale`: whole elements, at least one when numel > 0.
-uint64_t scaled_bytes(uint64_t numel, uint64_t dsize, double scale) {
+// Bytes of `numel` elements of `dt` after `scale`: whole elements, at least one when numel > 0.
+// Sub-byte dtypes (f4, f6_*) are packed: ceil(elements * bits / 8) bytes (dtype_bytes). A whole
+// imported tensor is exact (safetensors requires numel * bits % 8 == 0), but a TP split or a ZeRO
+// fragment of one may end inside a byte: each such piece is counted rounded up to whole bytes, so
+// the pieces of a sub-byte tensor may sum to up to one byte per piece more than the tensor.
+uint64_t scaled_bytes(uint64_t numel, DType dt, double scale) {
   if (numel == 0) return 0;
-  if (scale >= 1.0) return numel * dsize;
+  if (scale >= 1.0) return dtype_bytes(dt, numel);
   const auto e = static_cast<uint64_t>(std::llround(static_cast<double>(numel) * scale));
-  return std::max<uint64_t>(e, 1) * dsize;
+  return dtype_bytes(dt, std::max<uint64_t>(e, 1));
 }
 
-uint64_t scaled_padding(uint64_t numel, uint64_t dsize, double scale) {
-  if (scale >= 1.0) return numel * dsize;
-  return static_cast<uint64_t>(std::llround(static_cast<double>(numel) * scale)) * dsize;
+// Bytes of `numel` ZeRO padding elements of `dt` after `scale` (rounded up like scaled_bytes).
+uint64_t scaled_padding(uint64_t numel, DType dt, double scale) {
+  if (scale >= 1.0) return dtype_bytes(dt, numel);
+  return dtype_bytes(dt, static_cast<uint64_t>(std::llround(static_cast<double>(numel) * scale)));
 }
 
 std::string order_name(RankOrder o) { return o == RankOrder::tp_dp_pp ? "tp-dp-pp" : "tp-pp-dp"; }
@@ -147,6 +150,8 @@ Parallelism resolve_parallelism(const Parallelism& in, int real_world, const Mod
     throw ConfigError(P + "emulate_world: " + std::to_string(p.emulate_world) +
                       " is smaller than the MPI world " + std::to_string(real_world) +
                       " (it must be >= the number of real ranks)");
+  // DLIO numbers its ranks tp fastest, then pp, then dp (base_checkpointing.py __init__).
+  if (m.sizing == "dlio") p.order = RankOrder::tp_pp_dp;
   const int64_t world = p.emulate_world > 0 ? p.emulate_world : real_world;
   const std::string wname = p.emulate_world > 0 ? "emulate_world " : "world ";
   const int64_t tppp = int64_t{p.tp} * p.pp;
@@ -233,6 +238,7 @@ RankShards shards_for_rank(const ModelDesc& m, const TrainingState& ts, const Pa
                            int vrank, double scale) {
   if (!(scale > 0.0 && scale <= 1.0))
     throw ConfigError("model.scale: must be in (0, 1], got " + std::to_string(scale));
+  if (m.sizing == "dlio") return dlio_shards_for_rank(m, ts, p, vrank, scale);
   RankShards out;
   out.coord = rank_coord(p, vrank);
   const RankCoord& c = out.coord;
@@ -247,7 +253,7 @@ RankShards shards_for_rank(const ModelDesc& m, const TrainingState& ts, const Pa
   for (size_t i = 0; i < m.tensors.size(); ++i) {
     const TensorDesc& t = m.tensors[i];
     if (!on_stage(t, m, p.pp, c.pp)) continue;
-    auto s = local_shape(t, p, c.tp, c.pp);
+    auto s = local_shape(t, p, c.tp);
     const uint64_t n = product(s);
     if (n == 0) continue;
     local.push_back({static_cast<uint32_t>(i), std::move(s), n});
@@ -270,7 +276,7 @@ RankShards shards_for_rank(const ModelDesc& m, const TrainingState& ts, const Pa
         s.dtype = *dt;
         s.shape = l.shape;
         s.numel = l.numel;
-        s.bytes = scaled_bytes(l.numel, dtype_size(*dt), scale);
+        s.bytes = scaled_bytes(l.numel, *dt, scale);
         out.shards.push_back(std::move(s));
       }
       continue;
@@ -292,7 +298,7 @@ RankShards shards_for_rank(const ModelDesc& m, const TrainingState& ts, const Pa
     const uint64_t share = (total + DP - 1) / DP;
     const uint64_t begin = std::min(dp * share, total);
     const uint64_t end = std::min((dp + 1) * share, total);
-    out.zero_padding_bytes += scaled_padding(share - (end - begin), dtype_size(pad_dtype), scale);
+    out.zero_padding_bytes += scaled_padding(share - (end - begin), pad_dtype, scale);
     if (begin >= end) continue;
     // First member whose range contains `begin`.
     size_t i = static_cast<size_t>(std::upper_bound(prefix.begin(), prefix.end(), begin) -
@@ -312,7 +318,7 @@ RankShards shards_for_rank(const ModelDesc& m, const TrainingState& ts, const Pa
       s.elem_offset = off;
       s.numel = n;
       s.fragment = true;
-      s.bytes = scaled_bytes(n, dtype_size(dt), scale);
+      s.bytes = scaled_bytes(n, dt, scale);
       out.shards.push_back(std::move(s));
       pos += n;
       ++i;

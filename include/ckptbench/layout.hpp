@@ -16,7 +16,13 @@ enum class LayoutKind {
   file_per_shard,
   aggregated_rank,
   aggregated_node,
-  shared_file
+  shared_file,
+  // Framework file structures (frameworks.hpp).
+  deepspeed,
+  megatron,
+  megatron_dist,
+  torch_dcp,
+  dlio
 };
 const std::vector<std::string>& layout_names();
 LayoutKind parse_layout(const std::string& name);  // throws ConfigError listing allowed names
@@ -108,6 +114,10 @@ IoPlan make_plan(const PlanInput& in);
 // The plan's statistics as report JSON (files, bytes by category, per-rank payload min/mean/max,
 // file-size histogram with "2^k" keys, bytes per state kind). Used by `plan` and by the report.
 nlohmann::json plan_stats_json(const PlanStats& st);
+
+// Every file of the plan in file-id order (the order each writer writes them):
+// [{"path", "size", "writers": [real ranks]}]. `plan --files` prints it.
+nlohmann::json plan_file_list(const IoPlan& plan);
 
 // "layers.3.attention.wq.weight/exp_avg" (+ "@<elem_offset>" for ZeRO fragments).
 std::string shard_label(const ModelDesc& m, const Shard& s);

@@ -27,17 +27,34 @@ enum class DType {
   u32,
   u16,
   u8,
-  boolean
+  boolean,
+  // Sub-byte floats (OCP microscaling element types), packed: numel * bits / 8 bytes, see
+  // dtype_bits / dtype_bytes.
+  f4,       // 4 bits (MXFP4 E2M1)
+  f6_e2m3,  // 6 bits
+  f6_e3m2,  // 6 bits
 };
+// Bits per element: 4 (f4), 6 (f6_e2m3, f6_e3m2), else 8 x the byte size.
+uint64_t dtype_bits(DType t);
+// Bytes of `numel` packed elements: ceil(numel * bits / 8), exact for byte-sized dtypes (the
+// safetensors rule; a sub-byte tensor whose numel * bits is not a multiple of 8 is refused at
+// import, but a TP split or ZeRO fragment of one is rounded up). Throws ConfigError on overflow.
+uint64_t dtype_bytes(DType t, uint64_t numel);
+// Bytes per element of a byte-sized dtype. Throws Error for the sub-byte dtypes (f4, f6_*):
+// every byte count goes through dtype_bytes.
 uint64_t dtype_size(DType t);
 std::string_view dtype_name(
     DType t);  // "bf16", "f32", ... (safetensors spellings accepted on parse)
 std::optional<DType> parse_dtype(std::string_view s);
 // Floating-point dtypes carry optimizer state; integer/bool tensors (buffers) save weights only.
+// The sub-byte float formats (f4, f6_*) count as floating point like f8_*: a tensor stored in
+// them is a (quantized) weight and gets master/optimizer state in TrainingState's dtypes; use
+// optimizer "none" for an inference-only quantized checkpoint.
 bool dtype_is_float(DType t);
 
 // Where a tensor lives in the pipeline.
 enum class Placement { layer, first_stage, last_stage };
+enum class StateKind;
 
 struct TensorDesc {
   std::string name;  // e.g. "layers.3.attention.wq.weight"; never contains "..", no leading '/'
@@ -52,9 +69,9 @@ struct TensorDesc {
   // the vocabulary; ckptbench instead gives the first (n % TP) TP ranks one extra row, so the
   // bytes summed over ranks stay exact).
   bool tp_uneven_ok = false;
-  // Synthetic tensor present on every pipeline stage, its dim 0 split evenly over the PP stages
-  // (before the TP split). Used by `sizing: dlio`, whose per-rank sizes ignore layer placement.
-  bool pp_split = false;
+  // Synthetic tensor holding one state kind only (DLIO sizing: layer tensors hold weights, the
+  // optimizer groups one optimizer kind each); unset = every kind of the training state.
+  std::optional<StateKind> only_kind;
   uint64_t numel() const;
 };
 
@@ -91,7 +108,8 @@ struct TrainingState {
   DType master_dtype = DType::f32;  // fp32 master weights (absent when optimizer == none)
   DType optim_dtype = DType::f32;   // Adam moments / SGD momentum
   Optimizer optimizer = Optimizer::adam;
-  // Bytes per parameter of the full training state (14 for bf16 + fp32 master + 2 fp32 moments).
+  // Bytes per parameter of the full training state (14 for bf16 + fp32 master + 2 fp32 moments);
+  // rounded up to whole bytes when a sub-byte dtype makes it fractional.
   uint64_t bytes_per_param() const;
 };
 
@@ -134,6 +152,7 @@ struct ZooEntry {
   std::string name;
   std::string description;
   TransformerDims dims;
+  std::string sizing = "exact";  // default model.sizing ("dlio" for the MLPerf Storage workloads)
 };
 const std::vector<ZooEntry>& model_zoo();
 

@@ -18,13 +18,18 @@ nlohmann::json new_report();
 
 // Writes the document atomically (tmp + rename); creates parent directories.
 void write_report(const nlohmann::json& doc, const std::string& path);
+void write_report(const nlohmann::ordered_json& doc, const std::string& path);
 
 // Human summary table of a report (one row per point and phase).
 std::string summary_table(const nlohmann::json& doc);
 
-// A DLIO-benchmark-style summary (MLPerf Storage checkpointing) of a report: per point, save and
-// load throughput and duration, mean and sample stdev over repetitions, checkpoint size in GiB.
-nlohmann::json dlio_summary(const nlohmann::json& doc);
+// DLIO's summary.json (the file MLPerf Storage's reporting reads) for a one-point report: DLIO's
+// keys, key order and definitions (duration = rank 0's phase time, throughput = payload GiB /
+// duration, numpy population std over the repetitions), plus a "ckptbench" object with the
+// slowest-rank times and bytes moved. Reads /proc/cpuinfo and /proc/meminfo of the calling host
+// (call it on rank 0). Null when the point did not finish; std::invalid_argument for a report
+// with several points. docs/metrics.md, "DLIO / MLPerf Storage summary (--dlio-summary)".
+nlohmann::ordered_json dlio_summary(const nlohmann::json& doc);
 
 // UTC timestamp "2026-12-02T11:25:15Z".
 std::string utc_now();

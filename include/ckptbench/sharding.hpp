@@ -76,10 +76,9 @@ struct RankShards {
 //   rejected (Megatron would replicate KV heads; not modelled). Vocabulary-parallel tensors may
 //   split unevenly (first n % TP ranks get one extra row) instead of Megatron's vocab padding.
 // - Tied embeddings: only the first stage holds the embedding (no copy on the last stage).
-// - sizing dlio: the model is one synthetic "model_states" tensor of N parameters, split over
-//   PP stages then TP ranks (TensorDesc::pp_split); its state kinds give DLIO's fp16 weights and
-//   3 fp32 optimizer tensors, so layouts see ordinary shards. DLIO orders ranks tp-pp-dp: set
-//   parallelism.rank_order accordingly to line up with MLPerf Storage.
+// - sizing dlio: DLIO's own rules (dlio.hpp, dlio_shards_for_rank): its layer tensors and
+//   optimizer groups with DLIO's integer divisions, ranks ordered tp-pp-dp (resolve_parallelism
+//   sets rank_order so), so layouts see ordinary shards.
 // Shards virtual rank `vrank` saves. Deterministic; cost proportional to this rank's share of the
 // tensors (it must not build every rank's list). `scale` in (0,1].
 RankShards shards_for_rank(const ModelDesc& m, const TrainingState& ts, const Parallelism& resolved,

@@ -110,7 +110,10 @@ std::string dataset_path(const ModelDesc& m, int vrank, const Shard& s) {
 
 DatasetShape dataset_shape(const Shard& s, uint64_t bytes) {
   DatasetShape d;
-  d.elem_size = dtype_size(s.dtype);
+  const uint64_t bits = dtype_bits(s.dtype);
+  // Packed sub-byte elements (f4, f6_*) have no HDF5 type: a 1-D uint8 dataset of the packed
+  // bytes (ceil(numel * bits / 8), the shard's byte count), true shape in attribute "shape".
+  d.elem_size = bits % 8 == 0 ? bits / 8 : 0;
   if (d.elem_size == 0 || bytes % d.elem_size != 0) {
     d.raw_bytes = true;
     d.elem_size = 1;
@@ -317,6 +320,9 @@ Hid file_type(DType t, bool raw_bytes) {
     case DType::f8_e5m2:
     case DType::f8_e8m0:
     case DType::boolean:
+    case DType::f4:  // packed sub-byte: uint8 bytes (dataset_shape makes them raw bytes)
+    case DType::f6_e2m3:
+    case DType::f6_e3m2:
       return copy(H5T_STD_U8LE);
   }
   return copy(H5T_STD_U8LE);
@@ -355,6 +361,11 @@ const char* file_type_name(DType t) {
     case DType::f8_e8m0:
     case DType::boolean:
       return "H5T_STD_U8LE + attribute dtype";
+    case DType::f4:
+    case DType::f6_e2m3:
+    case DType::f6_e3m2:
+      return "H5T_STD_U8LE, 1-D, the packed bytes (ceil(numel * bits / 8)) + attributes dtype "
+             "and shape";
   }
   return "H5T_STD_U8LE";
 }
@@ -479,11 +490,13 @@ class Hdf5Backend final : public Backend {
         "/rank_<vrank %05d>/<state kind>/<tensor name>[@<elem_offset> for ZeRO fragments]";
     j["shape"] =
         "TP-local shape; when scaled (bytes != numel * dtype size) a 1-D dataset of bytes / dtype "
-        "size elements with the true shape in attribute \"shape\"";
+        "size elements with the true shape in attribute \"shape\"; sub-byte dtypes (f4, f6_*): "
+        "a 1-D uint8 dataset of the packed bytes, true shape in attribute \"shape\"";
     nlohmann::json types = nlohmann::json::object();
-    for (DType t : {DType::f64, DType::f32, DType::f16, DType::bf16, DType::f8_e4m3, DType::f8_e5m2,
-                    DType::f8_e8m0, DType::c64, DType::i64, DType::i32, DType::i16, DType::i8,
-                    DType::u64, DType::u32, DType::u16, DType::u8, DType::boolean})
+    for (DType t : {DType::f64,     DType::f32,     DType::f16, DType::bf16,    DType::f8_e4m3,
+                    DType::f8_e5m2, DType::f8_e8m0, DType::c64, DType::i64,     DType::i32,
+                    DType::i16,     DType::i8,      DType::u64, DType::u32,     DType::u16,
+                    DType::u8,      DType::boolean, DType::f4,  DType::f6_e2m3, DType::f6_e3m2})
       types[std::string(dtype_name(t))] = file_type_name(t);
     j["dtype_mapping"] = types;
     j["datasets"] = datasets_;

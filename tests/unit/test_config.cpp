@@ -227,7 +227,7 @@ TEST(Config, PresetsFillOnlyUnsetKeys) {
   d["preset"] = "datastates";
   RunConfig rc = parse_config(d);
   const auto& p = rc.points[0];
-  EXPECT_EQ(p.layout.kind, LayoutKind::aggregated_rank);
+  EXPECT_EQ(p.layout.kind, LayoutKind::deepspeed);  // DataStates-LLM writes DeepSpeed's files
   EXPECT_EQ(p.backend, "io_uring");
   EXPECT_TRUE(p.direct);
   EXPECT_EQ(p.queue_depth, 32);
@@ -244,6 +244,6 @@ TEST(Config, PresetsFillOnlyUnsetKeys) {
 
 TEST(Config, UnknownPresetListsAllowed) {
   json d = base();
-  d["preset"] = "megatron";
-  expect_error(d, {"'preset'", "megatron", "torch-save", "deepspeed", "datastates"});
+  d["preset"] = "nemo";
+  expect_error(d, {"'preset'", "nemo", "torch-save", "deepspeed", "megatron-dist", "datastates"});
 }

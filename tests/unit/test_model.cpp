@@ -260,15 +260,20 @@ TEST(ModelConfig, DlioSizing) {
   const ModelConfig c = parse_model_config(json{{"name", "llama3-8b"}, {"sizing", "dlio"}});
   EXPECT_EQ(c.state.weight_dtype, DType::f16);  // DLIO counts fp16 weights
   const ModelDesc m = build_model(c);
-  ASSERT_EQ(m.tensors.size(), 1u);
-  EXPECT_EQ(m.tensors[0].name, "model_states");
-  EXPECT_TRUE(m.tensors[0].pp_split);
+  // DLIO's layers 0..L+2 (6 tensors per transformer layer), then 6 optimizer groups.
+  ASSERT_EQ(m.tensors.size(), 6u * 32 + 3 + 6);
+  EXPECT_EQ(m.tensors[0].name, "layer_0.0");
+  EXPECT_EQ(m.tensors[6u * 32 + 3].name, "optimization_state.0");
   const uint64_t h = 4096, V = 128256, L = 32, f = 14336, dkv = 128 * 8;
   const uint64_t N = 2 * V * h + L * (2 * h + h * (h + 2 * dkv) + h * h + 3 * h * f) + h;
-  EXPECT_EQ(m.num_params(), N);
+  EXPECT_EQ(m.num_params(), N);  // the optimizer groups are not parameters
   // For a Llama the DLIO count is the exact count.
   EXPECT_EQ(N, zoo("llama3-8b").num_params());
-  EXPECT_EQ(training_state_bytes(m, c.state), 14 * N);
+  EXPECT_EQ(state_bytes(m, c.state, StateKind::weights), 2 * N);
+  EXPECT_EQ(state_bytes(m, c.state, StateKind::master), 4 * (N + 5 * h));
+  // The MLPerf workload entries default to DLIO sizing; DLIO's dimensions are accepted there.
+  EXPECT_EQ(parse_model_config(json("mlperf-llama3-1t")).sizing, "dlio");
+  EXPECT_EQ(parse_model_config(json{{"name", "mlperf-llama3-70b"}}).custom->heads, 128u);
 }
 
 }  // namespace

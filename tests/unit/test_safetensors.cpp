@@ -404,3 +404,351 @@ TEST(SafetensorsHeader, AcceptsEveryByteSizedDtypeOfTheFormat) {
       [&] { ckpt::parse_safetensors_header(b2, b2.size() + 16, "bad.safetensors"); },
       "U64, U32, U16");
 }
+
+// Sub-byte dtypes, the tiling of the data section and the parallelism checks of imported models
+// (issue 15 item 4).
+#include <hdf5.h>
+
+namespace ckpt {
+namespace {
+
+json st_entry(const std::string& dt, std::vector<uint64_t> shape, uint64_t b, uint64_t e) {
+  return json{{"dtype", dt}, {"shape", shape}, {"data_offsets", {b, e}}};
+}
+
+// parse_safetensors_header on an in-memory file of header `h` and `data` data bytes.
+std::vector<SafetensorsEntry> parse_mem(const json& h, uint64_t data) {
+  const std::string b = header_bytes(h.dump());
+  return parse_safetensors_header(b, b.size() + data, "mem.safetensors");
+}
+
+TEST(SubByteDtypes, BitsAndPackedBytes) {
+  EXPECT_EQ(dtype_bits(DType::f4), 4u);
+  EXPECT_EQ(dtype_bits(DType::f6_e2m3), 6u);
+  EXPECT_EQ(dtype_bits(DType::f6_e3m2), 6u);
+  EXPECT_EQ(dtype_bits(DType::bf16), 16u);
+  EXPECT_EQ(dtype_bits(DType::boolean), 8u);
+  EXPECT_EQ(dtype_bytes(DType::f4, 16), 8u);
+  EXPECT_EQ(dtype_bytes(DType::f4, 15), 8u);  // 60 bits: rounded up (a fragment or TP piece)
+  EXPECT_EQ(dtype_bytes(DType::f4, 1), 1u);
+  EXPECT_EQ(dtype_bytes(DType::f6_e2m3, 4), 3u);
+  EXPECT_EQ(dtype_bytes(DType::f6_e3m2, 5), 4u);  // 30 bits
+  EXPECT_EQ(dtype_bytes(DType::f6_e3m2, 0), 0u);
+  EXPECT_EQ(dtype_bytes(DType::f32, 3), 12u);
+  EXPECT_EQ(dtype_bytes(DType::f4, ~0ull), (~0ull / 8) * 4 + 4);  // no intermediate overflow
+  EXPECT_THROW(dtype_bytes(DType::f64, 1ull << 62), ConfigError);
+  EXPECT_EQ(dtype_size(DType::u16), 2u);
+  EXPECT_THROW(dtype_size(DType::f4), Error);  // no per-element byte size
+  EXPECT_EQ(parse_dtype("F4"), DType::f4);
+  EXPECT_EQ(parse_dtype("F6_E2M3"), DType::f6_e2m3);
+  EXPECT_EQ(parse_dtype("fp6_e3m2"), DType::f6_e3m2);
+  EXPECT_EQ(dtype_name(DType::f6_e3m2), "f6_e3m2");
+  EXPECT_TRUE(dtype_is_float(DType::f4));
+  TrainingState ts;
+  ts.weight_dtype = DType::f4;
+  EXPECT_EQ(ts.bytes_per_param(), 13u);  // 4 + 32 + 2 x 32 bits = 12.5 bytes, rounded up
+  expect_config_error(
+      [] {
+        parse_model_config(json{{"name", "tiny"}, {"dtype", "f5"}});
+      },
+      "f6_e2m3, f6_e3m2, f4");
+}
+
+TEST_F(SafetensorsTest, SubByteTensorsImportWithPackedByteCounts) {
+  // F4 [4,4] = 64 bits = 8 bytes, F6_E2M3 [4] = 24 bits = 3 bytes, F6_E3M2 [2,2] = 3 bytes.
+  const json h = {{"model.layers.0.self_attn.q_proj.weight", st_entry("F4", {4, 4}, 0, 8)},
+                  {"model.layers.0.mlp.up_proj.weight", st_entry("F6_E2M3", {4}, 8, 11)},
+                  {"model.layers.1.mlp.down_proj.weight", st_entry("F6_E3M2", {2, 2}, 11, 14)},
+                  {"model.layers.1.scales", st_entry("U8", {2}, 14, 16)}};
+  const ModelDesc m = import_safetensors(write("q.safetensors", h, 16));
+  ASSERT_EQ(m.tensors.size(), 4u);
+  EXPECT_EQ(find(m, "model.layers.0.self_attn.q_proj.weight")->dtype, DType::f4);
+  EXPECT_EQ(find(m, "model.layers.0.mlp.up_proj.weight")->dtype, DType::f6_e2m3);
+  EXPECT_EQ(find(m, "model.layers.1.mlp.down_proj.weight")->dtype, DType::f6_e3m2);
+  const TrainingState ts;
+  EXPECT_EQ(state_bytes(m, ts, StateKind::weights), 16u);               // the data section, exactly
+  EXPECT_EQ(state_bytes(m, ts, StateKind::master), 4u * (16 + 4 + 4));  // f32, float tensors only
+
+  // numel x bits not a multiple of 8: refused whatever the offsets say (safetensors
+  // MisalignedSlice), naming the tensor.
+  for (uint64_t end : {7, 8})
+    expect_config_error(
+        [&] {
+          import_safetensors(
+              write("odd4.safetensors", json{{"w4", st_entry("F4", {3, 5}, 0, end)}}, end));
+        },
+        "tensor \"w4\": 15 elements of f4 are 60 bits, not a whole number of bytes");
+  expect_config_error(
+      [&] {
+        import_safetensors(
+            write("odd6.safetensors", json{{"w6", st_entry("F6_E3M2", {3}, 0, 3)}}, 3));
+      },
+      "tensor \"w6\": 3 elements of f6_e3m2 are 18 bits");
+  // Length != numel x bits / 8.
+  expect_config_error(
+      [&] {
+        import_safetensors(
+            write("len4.safetensors", json{{"w", st_entry("F4", {4, 4}, 0, 16)}}, 16));
+      },
+      "tensor \"w\": data_offsets [0, 16] span 16 bytes but shape x dtype needs 8");
+}
+
+TEST_F(SafetensorsTest, SubByteShardsAreRoundedUpPerPiece) {
+  // q_proj F4 [2,3] (3 bytes) is split on dim 0 by TP2: two [1,3] pieces of 12 bits, 2 bytes
+  // each (ceil). up_proj F4 [4,4] splits into two 4-byte halves, exactly.
+  const json h = {{"model.layers.0.self_attn.q_proj.weight", st_entry("F4", {2, 3}, 0, 3)},
+                  {"model.layers.0.mlp.up_proj.weight", st_entry("F4", {4, 4}, 3, 11)}};
+  const ModelDesc m = import_safetensors(write("tp.safetensors", h, 11));
+  TrainingState ts;
+  ts.optimizer = Optimizer::none;
+  const Parallelism tp2 = resolve_parallelism(Parallelism{2, 1, 1, 0}, 2, m);
+  for (int r = 0; r < 2; ++r) {
+    const RankShards rs = shards_for_rank(m, ts, tp2, r);
+    ASSERT_EQ(rs.shards.size(), 2u);
+    for (const Shard& s : rs.shards) {
+      const bool q = m.tensors[s.tensor].name.find("q_proj") != std::string::npos;
+      EXPECT_EQ(s.numel, q ? 3u : 8u);
+      EXPECT_EQ(s.bytes, q ? 2u : 4u) << m.tensors[s.tensor].name << " rank " << r;
+    }
+    EXPECT_EQ(rs.payload_bytes, 6u);
+  }
+  // ZeRO-3 over DP 2 of the 22 f4 weights: 11 elements each, 6 bytes per rank's fragments
+  // (q_proj 6 elements = 3 bytes + 5 of up_proj = 3 bytes; then 11 of up_proj = 6 bytes).
+  const Parallelism z3 = resolve_parallelism(Parallelism{1, 1, 2, 3}, 2, m);
+  const RankShards r0 = shards_for_rank(m, ts, z3, 0), r1 = shards_for_rank(m, ts, z3, 1);
+  ASSERT_EQ(r0.shards.size(), 2u);
+  ASSERT_EQ(r1.shards.size(), 1u);
+  EXPECT_EQ(r0.shards[0].numel, 6u);
+  EXPECT_EQ(r0.shards[0].bytes, 3u);
+  EXPECT_EQ(r0.shards[1].numel, 5u);
+  EXPECT_EQ(r0.shards[1].bytes, 3u);  // 20 bits, rounded up
+  EXPECT_EQ(r1.shards[0].numel, 11u);
+  EXPECT_EQ(r1.shards[0].bytes, 6u);  // 44 bits, rounded up
+  EXPECT_EQ(r1.shards[0].elem_offset, 5u);
+}
+
+TEST_F(SafetensorsTest, OffsetsMustTileTheDataSection) {
+  // Listing order does not matter (safetensors sorts by data_offsets): accepted.
+  const auto v =
+      parse_mem(json{{"b", st_entry("F32", {1}, 4, 8)}, {"a", st_entry("F32", {1}, 0, 4)}}, 8);
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[0].name, "a");
+  // Gap between two tensors.
+  expect_config_error(
+      [] {
+        parse_mem(json{{"a", st_entry("F32", {1}, 0, 4)}, {"b", st_entry("F32", {1}, 8, 12)}}, 12);
+      },
+      "tensor \"b\" data_offsets [8, 12] leaves a 4-byte gap after tensor \"a\" data_offsets "
+      "[0, 4]");
+  // Gap before the first tensor.
+  expect_config_error(
+      [] {
+        parse_mem(json{{"a", st_entry("F32", {1}, 4, 8)}}, 8);
+      },
+      "tensor \"a\" data_offsets [4, 8] leaves a 4-byte gap after the start of "
+      "the data section");
+  // Overlap, listed in either order.
+  for (bool swap : {false, true}) {
+    json h = {{swap ? "b" : "a", st_entry("F32", {2}, 0, 8)},
+              {swap ? "a" : "b", st_entry("F32", {2}, 4, 12)}};
+    const std::string first = swap ? "b" : "a", second = swap ? "a" : "b";
+    expect_config_error([&] { parse_mem(h, 12); },
+                        "tensor \"" + second + "\" data_offsets [4, 12] overlaps tensor \"" +
+                            first + "\" data_offsets [0, 8]");
+  }
+  // The same bytes claimed twice.
+  expect_config_error(
+      [] {
+        parse_mem(json{{"a", st_entry("F32", {1}, 0, 4)}, {"b", st_entry("I32", {1}, 0, 4)}}, 4);
+      },
+      "overlaps tensor");
+  // An empty tensor inside another one (safetensors: begin must equal the previous end).
+  expect_config_error(
+      [] {
+        parse_mem(json{{"a", st_entry("F32", {2}, 0, 8)}, {"e", st_entry("F32", {0}, 4, 4)}}, 8);
+      },
+      "tensor \"e\" data_offsets [4, 4] overlaps tensor \"a\"");
+  // Bytes after the last tensor; a data section with no tensor.
+  expect_config_error(
+      [] {
+        parse_mem(json{{"a", st_entry("U8", {4}, 0, 4)}}, 8);
+      },
+      "the last tensor \"a\" data_offsets [0, 4] ends at byte 4 but the data "
+      "section holds 8 bytes: 4 bytes belong to no tensor");
+  expect_config_error([] { parse_mem(json::object(), 3); }, "3 bytes belong to no tensor");
+  // Offsets out of order within an entry (end before begin).
+  expect_config_error(
+      [] {
+        parse_mem(json{{"r", st_entry("F32", {1}, 8, 4)}}, 8);
+      },
+      "tensor \"r\": data_offsets [8, 4]: end 4 < begin 8");
+  // Length mismatch.
+  expect_config_error(
+      [] {
+        parse_mem(json{{"m", st_entry("F32", {3}, 0, 8)}}, 8);
+      },
+      "tensor \"m\": data_offsets [0, 8] span 8 bytes but shape x dtype needs 12");
+  // Through a real file as well (the data size comes from the file size).
+  expect_config_error(
+      [&] {
+        import_safetensors(
+            write("gap.safetensors",
+                  json{{"a", st_entry("F32", {1}, 0, 4)}, {"b", st_entry("F32", {1}, 6, 10)}}, 10));
+      },
+      "2-byte gap");
+}
+
+// A Llama-style 2-layer model, hidden 64, with q/k/v/o [64, 64] (so any TP up to 64 divides
+// every split dimension).
+json heads_model(uint64_t kv_rows, uint64_t* size) {
+  json h = json::object();
+  uint64_t off = 0;
+  auto add = [&](const std::string& n, std::vector<uint64_t> shape) {
+    uint64_t b = 2;
+    for (auto d : shape) b *= d;
+    h[n] = st_entry("BF16", shape, off, off + b);
+    off += b;
+  };
+  add("model.embed_tokens.weight", {128, 64});
+  for (int l = 0; l < 2; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    add(p + "self_attn.q_proj.weight", {64, 64});
+    add(p + "self_attn.k_proj.weight", {kv_rows, 64});
+    add(p + "self_attn.v_proj.weight", {kv_rows, 64});
+    add(p + "self_attn.o_proj.weight", {64, 64});
+    add(p + "mlp.up_proj.weight", {128, 64});
+    add(p + "mlp.down_proj.weight", {64, 128});
+    add(p + "input_layernorm.weight", {64});
+  }
+  add("model.norm.weight", {64});
+  add("lm_head.weight", {128, 64});
+  *size = off;
+  return h;
+}
+
+TEST_F(SafetensorsTest, ImportedModelParallelismChecks) {
+  uint64_t size = 0;
+  const json model = heads_model(64, &size);
+  const std::string p = write("model.safetensors", model, size);
+  auto resolve = [](const ModelDesc& m, int tp, int pp) {
+    return resolve_parallelism(Parallelism{tp, pp, 1, 0}, tp * pp, m);
+  };
+  // No config.json: the head count is unknown, only the tensors' dimensions are checked.
+  const ModelDesc bare = import_safetensors(p);
+  EXPECT_FALSE(bare.dims);
+  EXPECT_NO_THROW(resolve(bare, 64, 1));
+  // PP beyond the number of layers (2, from the tensor names).
+  expect_config_error([&] { resolve(bare, 1, 4); }, "more pipeline stages (pp 4) than layers (2)");
+  EXPECT_NO_THROW(resolve(bare, 1, 2));
+
+  // A Hugging Face config.json beside the file gives 32 heads: TP64 is refused like for the zoo.
+  std::ofstream(dir_ / "config.json") << json{
+      {"architectures", {"LlamaForCausalLM"}},
+      {"hidden_size", 64},
+      {"intermediate_size", 128},
+      {"num_attention_heads", 32},
+      {"num_hidden_layers", 2},
+      {"num_key_value_heads", 32},
+      {"vocab_size", 128}}.dump();
+  const ModelDesc m = import_safetensors(p);
+  ASSERT_TRUE(m.dims);
+  EXPECT_EQ(m.dims->heads, 32u);
+  EXPECT_EQ(m.dims->ffn, 128u);
+  expect_config_error([&] { resolve(m, 64, 1); },
+                      "tp 64 does not divide the attention heads (32) of model model.safetensors");
+  EXPECT_NO_THROW(resolve(m, 32, 1));
+  // The same for a directory and an index import (config.json in that directory).
+  expect_config_error([&] { resolve(import_safetensors(dir_.string()), 64, 1); },
+                      "attention heads (32)");
+  // GQA: 8 KV heads (k/v [16, 64]); TP16 divides every split dim and the heads, not kv_heads.
+  const std::string g = (dir_ / "gqa").string();
+  fs::create_directory(g);
+  uint64_t gsize = 0;
+  const json gqa = heads_model(16, &gsize);
+  write("gqa/model.safetensors", gqa, gsize);
+  std::ofstream(g + "/config.json") << json{
+      {"text_config",
+       {{"num_attention_heads", 32},
+        {"num_key_value_heads", 8},
+        {"hidden_size", 64},
+        {"intermediate_size", 128}}}}.dump();
+  const ModelDesc gm = import_safetensors(g);
+  ASSERT_TRUE(gm.dims);
+  expect_config_error([&] { resolve(gm, 16, 1); }, "tp 16 exceeds kv_heads (8)");
+  EXPECT_NO_THROW(resolve(gm, 8, 1));
+  // A config.json that is not JSON is refused; one without a head count is ignored.
+  std::ofstream(g + "/config.json", std::ios::trunc) << "{\"num_attention_heads\": ";
+  expect_config_error([&] { import_safetensors(g); }, "config.json: not valid JSON");
+  std::ofstream(g + "/config.json", std::ios::trunc) << json{{"model", "tiny"}}.dump();
+  EXPECT_FALSE(import_safetensors(g).dims);
+  std::ofstream(g + "/config.json", std::ios::trunc) << json{{"num_attention_heads", -4}}.dump();
+  expect_config_error([&] { import_safetensors(g); },
+                      "\"num_attention_heads\" must be a positive integer, got -4");
+
+  // A split dimension TP does not divide: refused naming the tensor, dim, value and TP.
+  fs::remove(dir_ / "config.json");
+  const json h = {
+      {"model.layers.0.self_attn.q_proj.weight", st_entry("BF16", {96, 64}, 0, 12288)},
+      {"model.layers.0.self_attn.o_proj.weight", st_entry("BF16", {64, 96}, 12288, 24576)}};
+  const ModelDesc odd = import_safetensors(write("odd.safetensors", h, 24576));
+  expect_config_error([&] { resolve(odd, 64, 1); },
+                      "tp 64 does not divide dim 0 (96) of tensor "
+                      "model.layers.0.self_attn.q_proj.weight");
+  EXPECT_NO_THROW(resolve(odd, 32, 1));
+}
+
+// An f4 model saved by the HDF5 backend: every sub-byte shard is a 1-D uint8 dataset holding the
+// packed bytes, the true shape in attribute "shape"; f32 optimizer state keeps its type and shape.
+TEST_F(SafetensorsTest, SubByteTensorsAsHdf5Datasets) {
+  const json h = {{"model.layers.0.self_attn.q_proj.weight", st_entry("F4", {4, 4}, 0, 8)},
+                  {"model.layers.0.mlp.up_proj.weight", st_entry("F6_E2M3", {2, 4}, 8, 14)}};
+  const std::string p = write("h5.safetensors", h, 14);
+  const json config = {{"model", {{"safetensors", p}}},
+                       {"parallelism", {{"tp", 1}, {"pp", 1}, {"dp", 1}, {"zero_stage", 0}}},
+                       {"layout", "aggregated-rank"},
+                       {"backend", "hdf5"},
+                       {"hdf5", {{"transfer", "independent"}, {"chunk", "contiguous"}}},
+                       {"direct", false},
+                       {"cache", "fadvise"},
+                       {"repetitions", 1},
+                       {"verify", true},
+                       {"keep", true}};
+  ckpt_test::WorldRun run(config, "st-h5");
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.error;
+  std::vector<std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(run.target))
+    if (e.is_regular_file() && H5Fis_hdf5(e.path().c_str()) > 0) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  hid_t f = H5Fopen(files[0].c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  struct Want {
+    std::string path;
+    size_t type_size;
+    std::vector<hsize_t> dims;
+    hsize_t bytes;
+  };
+  const std::vector<Want> want = {
+      {"/rank_00000/weights/model.layers.0.self_attn.q_proj.weight", 1, {8}, 8},
+      {"/rank_00000/weights/model.layers.0.mlp.up_proj.weight", 1, {6}, 6},
+      {"/rank_00000/master/model.layers.0.self_attn.q_proj.weight", 4, {4, 4}, 64},
+      {"/rank_00000/exp_avg/model.layers.0.mlp.up_proj.weight", 4, {2, 4}, 32}};
+  for (const Want& w : want) {
+    hid_t d = H5Dopen2(f, w.path.c_str(), H5P_DEFAULT);
+    ASSERT_GE(d, 0) << w.path;
+    hid_t t = H5Dget_type(d);
+    EXPECT_EQ(H5Tget_size(t), w.type_size) << w.path;
+    hid_t sp = H5Dget_space(d);
+    std::vector<hsize_t> dims(static_cast<size_t>(H5Sget_simple_extent_ndims(sp)));
+    H5Sget_simple_extent_dims(sp, dims.data(), nullptr);
+    EXPECT_EQ(dims, w.dims) << w.path;
+    EXPECT_EQ(H5Dget_storage_size(d), w.bytes) << w.path;
+    EXPECT_EQ(H5Aexists(d, "shape") > 0, w.type_size == 1) << w.path;
+    H5Sclose(sp);
+    H5Tclose(t);
+    H5Dclose(d);
+  }
+  H5Fclose(f);
+}
+
+}  // namespace
+}  // namespace ckpt

@@ -378,33 +378,44 @@ TEST(Sharding, ParseParallelism) {
 }
 
 TEST(Sharding, DlioSizing) {
-  // MLPerf Storage: 3 fp32 optimizer tensors of N/(DP*TP*PP) per rank; fp16 weights N/(TP*PP)
-  // on DP rank 0 (ZeRO < 3); all of it is 14 N bytes.
-  const ModelDesc m =
-      build_model(parse_model_config(json{{"name", "llama3-70b"}, {"sizing", "dlio"}}));
+  // DLIO's rules (dlio_benchmark base_checkpointing.py): optimizer groups of N/(DP*MP) (ZeRO >= 1)
+  // or N/MP (ZeRO 0, first MP ranks only) elements plus 5h, three times; fp16 layers saved by
+  // dp rank 0 under ZeRO 1/2, sharded over dp under ZeRO 3; ranks ordered tp-pp-dp.
   const ModelConfig c = parse_model_config(json{{"name", "llama3-70b"}, {"sizing", "dlio"}});
-  const uint64_t N = m.num_params();
-  for (int zero : {0, 1, 3}) {
-    const Parallelism p = resolve_parallelism(par(8, 4, 2, zero, RankOrder::tp_pp_dp), 64, m);
-    uint64_t total = 0;
-    for (int r = 0; r < 64; ++r) {
+  const ModelDesc m = build_model(c);
+  const uint64_t N = m.num_params(), h = 8192;
+  for (int zero : {0, 1, 2, 3}) {
+    const int pp = zero == 3 ? 1 : 4;
+    const int world = 8 * pp * 2;
+    const Parallelism p = resolve_parallelism(par(8, pp, 2, zero), world, m);
+    EXPECT_EQ(p.order, RankOrder::tp_pp_dp);
+    const uint64_t MP = 8u * static_cast<uint64_t>(pp);
+    uint64_t weights_total = 0;
+    for (int r = 0; r < world; ++r) {
       const RankShards rs = shards_for_rank(m, c.state, p, r);
-      total += rs.payload_bytes + rs.zero_padding_bytes;
+      EXPECT_EQ(rs.coord.dp, r / static_cast<int>(MP));
       uint64_t master = 0, weights = 0;
       for (const Shard& s : rs.shards) {
         if (s.kind == StateKind::master) master += s.numel;
         if (s.kind == StateKind::weights) weights += s.numel;
+        EXPECT_EQ(s.bytes, s.numel * (s.kind == StateKind::weights ? 2u : 4u));
       }
-      const uint64_t per = zero == 0 ? N / 32 : N / 64;
-      if (zero >= 1 || rs.coord.dp == 0) {
-        EXPECT_NEAR(double(master), double(per), 2.0);
+      weights_total += weights;
+      if (zero == 0 && r >= static_cast<int>(MP)) {
+        EXPECT_TRUE(rs.shards.empty()) << r;
+        continue;
       }
-      const uint64_t wper = zero == 3 ? N / 64 : (rs.coord.dp == 0 ? N / 32 : 0);
-      EXPECT_NEAR(double(weights), double(wper), 2.0);
+      EXPECT_EQ(master, (zero == 0 ? N / MP : N / (2 * MP)) + 5 * h) << r;
+      if ((zero == 1 || zero == 2) && rs.coord.dp != 0) {
+        EXPECT_EQ(weights, 0u) << r;
+      }
+      if (zero == 3) {
+        EXPECT_GT(weights, 0u) << r;
+      }
     }
-    EXPECT_GE(total, 14 * N);
-    EXPECT_LT(total, 14 * N + 64 * 16);  // padding only
-    check_invariants(m, c.state, par(8, 4, 2, zero));
+    // Every layer once (ZeRO 3: once over the two dp shards; the divisions are exact for this
+    // model), the 2L+1 norm vectors once per TP rank as DLIO counts them.
+    EXPECT_EQ(weights_total, N + 7 * (2 * 80 + 1) * h);
   }
 }
 
