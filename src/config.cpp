@@ -48,7 +48,7 @@ const std::vector<std::string>& point_keys() {
                                   "ranks_per_file", "ranks_per_node", "backend", "block_size",
                                   "transfer",       "queue_depth",    "direct",  "sync",
                                   "align",          "preallocate",    "cache",   "stripe_count",
-                                  "stripe_size",    "stripe_pool",    "preset"};
+                                  "stripe_size",    "stripe_pool",    "preset",  "dcp"};
     for (const auto& b : backend_registry()) v.push_back(b.name);
     return v;
   }();
@@ -69,8 +69,9 @@ const std::vector<Preset>& presets() {
         {"transfer", "per-tensor"},
         {"queue_depth", 1}}},
       {"torchsnapshot",
-       "TorchSnapshot: one object per tensor (chunked above 512 MiB), metadata heavy, buffered",
-       {{"layout", "file-per-tensor"},
+       "TorchSnapshot: one object per tensor of 128 MiB or more (chunked above 512 MiB), smaller "
+       "ones batched into 128 MiB slab files, .snapshot_metadata; buffered, no fsync",
+       {{"layout", "torchsnapshot"},
         {"chunk_size", "512M"},
         {"backend", "posix"},
         {"direct", false},
@@ -254,6 +255,23 @@ PointConfig parse_point(const json& pj_in) {
   p.stripe_count = static_cast<int>(r.integer("stripe_count", 0, -1, 65535));
   p.stripe_size = r.size("stripe_size", 0, true);
   p.stripe_pool = r.str("stripe_pool", "");
+  if (const json* dcp = r.raw("dcp")) {
+    if (p.layout.kind != LayoutKind::torch_dcp && p.layout.kind != LayoutKind::megatron_dist)
+      throw ConfigError(
+          "'dcp': options of PyTorch DCP's FileSystemWriter apply to layouts "
+          "'torch-dcp' and 'megatron-dist' only, not '" +
+          layout_name(p.layout.kind) + "'");
+    if (!dcp->is_object())
+      throw ConfigError(
+          "'dcp': expected an object {\"thread_count\": N, "
+          "\"single_file_per_rank\": true|false}, got " +
+          json_type_name(*dcp));
+    ObjectReader d(*dcp, "dcp");
+    d.allow("comment");
+    p.layout.dcp_threads = static_cast<int>(d.integer("thread_count", 0, 1, 1024));
+    p.layout.dcp_single_file = d.boolean("single_file_per_rank", true);
+    d.finish();
+  }
   // Backend sections: only the chosen backend's section is parsed (by the backend's validate
   // below). The others stay unused at this point, but a key none of them knows is still a typo and
   // an error: a sweep over backends would otherwise run with a misspelt option ignored.
@@ -313,6 +331,11 @@ PointConfig parse_point(const json& pj_in) {
   res["layout"] = layout_name(p.layout.kind);
   res["chunk_size"] = p.layout.chunk_size;
   res["ranks_per_file"] = p.layout.ranks_per_file;
+  if (p.layout.kind == LayoutKind::torch_dcp || p.layout.kind == LayoutKind::megatron_dist)
+    res["dcp"] = {{"thread_count", p.layout.dcp_threads > 0 ? p.layout.dcp_threads
+                                   : p.layout.kind == LayoutKind::megatron_dist ? 2
+                                                                                : 1},
+                  {"single_file_per_rank", p.layout.dcp_single_file}};
   res["ranks_per_node"] = p.ranks_per_node;
   res["backend"] = p.backend;
   res["block_size"] = p.block_size;

@@ -226,13 +226,20 @@ std::vector<std::vector<FwItem>> spread_replicas(const Ctx& c, bool largest_firs
 
 // FileSystemWriter with thread_count bins (_split_by_size_and_type): tensors by decreasing size,
 // each into the bin with the fewest bytes (ties: lowest bin); one __{rank}_{bin}.distcp per bin.
+// single_file_per_rank false: one __{rank}_{n}.distcp per tensor item, in plan order.
 void dcp_files(Ctx& c, const std::string& dir, int threads, bool largest_first_spread) {
+  if (c.in.layout.dcp_threads > 0) threads = c.in.layout.dcp_threads;
   auto own = spread_replicas(c, largest_first_spread);
   uint64_t items = 0;
   const std::string prefix = dir.empty() ? "" : dir + "/";
   for (int v = 0; v < c.V(); ++v) {
     auto mine = own[static_cast<size_t>(v)];
     items += mine.size();
+    if (!c.in.layout.dcp_single_file) {
+      long n = 0;
+      for (const auto& it : mine) c.file(prefix + fmt2("__%ld_%ld.distcp", v, n++), v, {it}, 0);
+      continue;
+    }
     std::stable_sort(mine.begin(), mine.end(), [&](const FwItem& a, const FwItem& b) {
       return c.shard(a).bytes > c.shard(b).bytes;
     });
@@ -264,6 +271,81 @@ void megatron_dist(Ctx& c) {
   dcp_files(c, iter, 2, true);
   c.file(iter + "/metadata.json", 0, {}, 64);
   c.file("latest_checkpointed_iteration.txt", 0, {}, 1);
+}
+
+// ---- TorchSnapshot (torchsnapshot/snapshot.py, io_preparer.py, partitioner.py, batcher.py) ----
+
+// A uuid4-shaped name, deterministic in (rank, slab), for batched/<uuid> slab files.
+std::string slab_name(int rank, size_t slab) {
+  uint64_t a = 1469598103934665603ull ^ static_cast<uint64_t>(rank);
+  uint64_t b = 0x9e3779b97f4a7c15ull ^ (static_cast<uint64_t>(slab) << 1);
+  a *= 0xbf58476d1ce4e5b9ull;
+  b *= 0x94d049bb133111ebull;
+  a ^= a >> 31;
+  b ^= b >> 29;
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%08x-%04x-4%03x-%04x-%012llx", static_cast<unsigned>(a >> 32),
+                static_cast<unsigned>(a & 0xffff), static_cast<unsigned>((a >> 16) & 0xfff),
+                static_cast<unsigned>(0x8000 | (b & 0x3fff)),
+                static_cast<unsigned long long>(b >> 16));
+  return buf;
+}
+
+// Snapshot.take(app_state={"model", "optim"}, replicated=["**"]) as a DDP/ZeRO job uses it:
+// data every data-parallel rank holds is written once, partitioned over them (largest first, to
+// the least-loaded rank: partitioner.py); ZeRO fragments by their owner. Tensors under 128 MiB are
+// batched per rank into slab files batched/<uuid> of under 128 MiB each, in write order
+// (batch_write_requests); larger ones are objects <rank>/model/<tensor> or
+// <rank>/optim/state/<tensor>/<kind> (escaped per component; TorchSnapshot puts replicated objects
+// under replicated/ and DTensor shards under sharded/, which would collide between
+// tensor-parallel ranks here); rank 0 writes .snapshot_metadata (the YAML manifest) last.
+void torchsnapshot(Ctx& c) {
+  const auto& m = *c.in.model;
+  constexpr uint64_t kSlab = 128ull << 20;  // knobs: _DEFAULT_SLAB_SIZE_THRESHOLD_BYTES
+  auto own = spread_replicas(c, true);
+  uint64_t entries = 0;
+  for (int v = 0; v < c.V(); ++v) {
+    std::vector<FwItem> single;
+    std::vector<std::vector<FwItem>> slabs(1);
+    uint64_t slab_bytes = 0;
+    for (const auto& it : own[static_cast<size_t>(v)]) {
+      ++entries;
+      const Shard& s = c.shard(it);
+      if (s.bytes >= kSlab) {
+        single.push_back(it);
+        continue;
+      }
+      if (slab_bytes + s.bytes >= kSlab) {
+        slabs.emplace_back();
+        slab_bytes = 0;
+      }
+      slabs.back().push_back(it);
+      slab_bytes += s.bytes;
+    }
+    for (const auto& it : single) {
+      const Shard& s = c.shard(it);
+      const std::string name = escape_file_name(m.tensors[s.tensor].name);
+      std::string logical = s.kind == StateKind::weights ? "model/" + name
+                                                         : "optim/state/" + name + "/" +
+                                                               std::string(state_kind_name(s.kind));
+      std::string path = std::to_string(v) + "/" + logical;
+      if (s.fragment) {
+        path += '_';
+        path += std::to_string(s.elem_offset);
+      }
+      for (size_t slash = path.find('/'); slash != std::string::npos;
+           slash = path.find('/', slash + 1))
+        c.dir(path.substr(0, slash));
+      c.file(std::move(path), v, {it}, 0);
+    }
+    for (size_t i = 0; i < slabs.size(); ++i) {
+      if (slabs[i].empty()) continue;
+      c.dir("batched");
+      c.file("batched/" + slab_name(v, i), v, std::move(slabs[i]), 0);
+    }
+  }
+  c.file(".snapshot_metadata", 0, {},
+         kTorchSnapshotManifestBaseBytes + kTorchSnapshotManifestEntryBytes * entries);
 }
 
 // ---- DLIO (dlio_benchmark/checkpointing/base_checkpointing.py save_checkpoint) ----
@@ -311,6 +393,7 @@ bool is_framework_layout(LayoutKind k) {
     case LayoutKind::megatron:
     case LayoutKind::megatron_dist:
     case LayoutKind::torch_dcp:
+    case LayoutKind::torchsnapshot:
     case LayoutKind::dlio:
       return true;
     default:
@@ -332,6 +415,9 @@ FwStructure framework_files(const PlanInput& in, const std::vector<RankShards>& 
       break;
     case LayoutKind::torch_dcp:
       torch_dcp(c);
+      break;
+    case LayoutKind::torchsnapshot:
+      torchsnapshot(c);
       break;
     case LayoutKind::dlio:
       dlio(c);

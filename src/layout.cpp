@@ -11,9 +11,17 @@
 namespace ckpt {
 
 const std::vector<std::string>& layout_names() {
-  static const std::vector<std::string> n = {
-      "file-per-tensor", "file-per-shard", "aggregated-rank", "aggregated-node", "shared-file",
-      "deepspeed",       "megatron",       "megatron-dist",   "torch-dcp",       "dlio"};
+  static const std::vector<std::string> n = {"file-per-tensor",
+                                             "file-per-shard",
+                                             "aggregated-rank",
+                                             "aggregated-node",
+                                             "shared-file",
+                                             "deepspeed",
+                                             "megatron",
+                                             "megatron-dist",
+                                             "torch-dcp",
+                                             "torchsnapshot",
+                                             "dlio"};
   return n;
 }
 
@@ -234,6 +242,7 @@ struct Builder {
       case LayoutKind::megatron:
       case LayoutKind::megatron_dist:
       case LayoutKind::torch_dcp:
+      case LayoutKind::torchsnapshot:
       case LayoutKind::dlio: {
         FwStructure fw = framework_files(in, plan.shards);
         for (auto& d : fw.dirs) dirs.insert(d);

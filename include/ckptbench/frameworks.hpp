@@ -49,5 +49,7 @@ inline constexpr uint64_t kTrainerStateBytes = 28 * 1024;  // args, RNG states, 
 inline constexpr uint64_t kDeepSpeedRecoveryScriptBytes = 24177;  // zero_to_fp32.py (55e1ef9)
 inline constexpr uint64_t kDcpMetadataBaseBytes = 1024;
 inline constexpr uint64_t kDcpMetadataItemBytes = 160;  // per chunk: FQN, offsets, storage info
+inline constexpr uint64_t kTorchSnapshotManifestBaseBytes = 512;
+inline constexpr uint64_t kTorchSnapshotManifestEntryBytes = 320;  // YAML: dtype, shape, location
 
 }  // namespace ckpt

@@ -22,6 +22,7 @@ enum class LayoutKind {
   megatron,
   megatron_dist,
   torch_dcp,
+  torchsnapshot,
   dlio
 };
 const std::vector<std::string>& layout_names();
@@ -34,6 +35,11 @@ struct LayoutOptions {
   bool pad_to_align = false;  // transfer lengths rounded up to `align` (required by O_DIRECT)
   uint64_t chunk_size = 0;    // 0 = off; else split every file into chunk files of this size
   int ranks_per_file = 0;     // 0 = layout default; k > 1 aggregates k virtual ranks per file
+  // PyTorch DCP FileSystemWriter options (layouts torch-dcp, megatron-dist): thread_count (files
+  // per rank; 0 = the framework's default: 1 for torch-dcp, 2 for megatron-dist) and
+  // single_file_per_rank (false: one file per tensor item).
+  int dcp_threads = 0;
+  bool dcp_single_file = true;
 };
 
 // One contiguous piece of a file holding one shard (or the file's index footer).

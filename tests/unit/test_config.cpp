@@ -237,7 +237,7 @@ TEST(Config, PresetsFillOnlyUnsetKeys) {
   t.erase("layout");
   t["preset"] = "torchsnapshot";
   RunConfig rt = parse_config(t);
-  EXPECT_EQ(rt.points[0].layout.kind, LayoutKind::file_per_tensor);
+  EXPECT_EQ(rt.points[0].layout.kind, LayoutKind::torchsnapshot);
   EXPECT_EQ(rt.points[0].layout.chunk_size, 512u << 20);
   EXPECT_EQ(rt.points[0].sync, SyncPolicy::none);
 }

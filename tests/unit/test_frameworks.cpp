@@ -258,3 +258,77 @@ TEST(Frameworks, FileNamesCannotLeaveTheDirectory) {
     EXPECT_EQ(p.find('/', 11), std::string::npos) << p;
   }
 }
+
+TEST(Frameworks, TorchSnapshotBatchesSmallTensors) {
+  // tiny: every tensor is far below 128 MiB, so each rank writes its state in one slab file.
+  Job small("tiny", LayoutKind::torchsnapshot, 1, 1, 1, 4);
+  EXPECT_EQ(small.files.size(), 4u + 1u);
+  std::set<int> writers;
+  for (const auto& [path, f] : small.files) {
+    if (path == ".snapshot_metadata") continue;
+    EXPECT_EQ(path.rfind("batched/", 0), 0u) << path;
+    EXPECT_EQ(path.size(), 8u + 36u) << path;  // batched/<uuid4>
+    writers.insert(f["writers"][0].get<int>());
+  }
+  EXPECT_EQ(writers.size(), 4u);
+  EXPECT_EQ(small.writer(".snapshot_metadata"), 0);
+  // Llama-2-7B at TP2 x DP4, ZeRO 1: the 256 MiB optimizer fragments of the embedding stay
+  // objects of their own; everything under 128 MiB goes into slabs of under 128 MiB.
+  Job big("llama2-7b", LayoutKind::torchsnapshot, 2, 1, 1, 8);
+  size_t objects = 0, slabs = 0;
+  for (const auto& [path, f] : big.files) {
+    const uint64_t size = f["size"].get<uint64_t>();
+    if (path.rfind("batched/", 0) == 0) {
+      ++slabs;
+      EXPECT_LT(size, 128ull << 20) << path;
+    } else if (path != ".snapshot_metadata") {
+      ++objects;
+      EXPECT_GE(size, 128ull << 20) << path;
+    }
+  }
+  EXPECT_GT(objects, 0u);
+  EXPECT_GT(slabs, 8u);
+  EXPECT_EQ(big.plan.stats.payload_bytes, big.plan.stats.kind_bytes.at("weights") +
+                                              big.plan.stats.kind_bytes.at("master") +
+                                              big.plan.stats.kind_bytes.at("exp_avg") +
+                                              big.plan.stats.kind_bytes.at("exp_avg_sq"));
+}
+
+TEST(Frameworks, DcpWriterOptions) {
+  auto files_of = [](const nlohmann::json& cfg) {
+    const auto rc = parse_config(cfg);
+    const auto& pc = rc.points.at(0);
+    ModelDesc m = build_model(pc.model);
+    PlanInput in;
+    in.model = &m;
+    in.state = pc.model.state;
+    in.par = resolve_parallelism(pc.parallelism, 4, m);
+    in.layout = pc.layout;
+    in.real_world = 4;
+    in.node_of_rank.assign(4, 0);
+    std::set<std::string> out;
+    for (const auto& f : plan_file_list(make_plan(in))) out.insert(f["path"].get<std::string>());
+    return out;
+  };
+  nlohmann::json base = {{"model", "tiny"}, {"preset", "torch-dcp"}};
+  auto threads = base;
+  threads["dcp"] = {{"thread_count", 3}};
+  const auto t = files_of(threads);
+  EXPECT_EQ(t.size(), 4u * 3u + 1u);
+  EXPECT_TRUE(t.count("__3_2.distcp"));
+  auto per_item = base;
+  per_item["dcp"] = {{"single_file_per_rank", false}};
+  const auto p = files_of(per_item);
+  EXPECT_GT(p.size(), 4u * 10u);  // one file per tensor item
+  EXPECT_TRUE(p.count("__0_0.distcp"));
+  // Refused: on another layout, unknown keys, a zero thread count.
+  auto wrong = nlohmann::json{
+      {"model", "tiny"}, {"layout", "file-per-shard"}, {"dcp", {{"thread_count", 2}}}};
+  EXPECT_THROW(parse_config(wrong), ConfigError);
+  auto typo = base;
+  typo["dcp"] = {{"threads", 2}};
+  EXPECT_THROW(parse_config(typo), ConfigError);
+  auto zero = base;
+  zero["dcp"] = {{"thread_count", 0}};
+  EXPECT_THROW(parse_config(zero), ConfigError);
+}
