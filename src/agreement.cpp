@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,15 @@
 #include "ckptbench/run.hpp"
 
 namespace ckpt {
+
+namespace {
+// A limit as given: 0.5 prints "0.5", 30 prints "30" (never rounded to a whole "0 s").
+std::string format_seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+}  // namespace
 
 namespace {
 // The only mutable file-scope state: what a signal handler may touch.
@@ -57,11 +67,64 @@ bool Deadline::passed() const {
   return at > 0 && now_s() > at;
 }
 
+Backoff::Backoff(double spin_s, long max_us) : t0_(now_s()), spin_s_(spin_s), max_us_(max_us) {}
+
+double Backoff::waited_s() const { return now_s() - t0_; }
+
+void Backoff::pause() {
+  if (waited_s() < spin_s_) return;
+  usleep(static_cast<useconds_t>(us_));
+  us_ = std::min(max_us_, us_ * 2);
+}
+
+bool StallGuard::expired(double waited_s, int rank) const {
+  return limit_s > 0 && waited_s > limit_s + (rank == 0 ? 0.0 : 3.0);
+}
+
+void StallGuard::fire(MPI_Comm comm, int rank, double waited_s, const std::string& what) const {
+  std::string msg = "rank ";
+  msg += std::to_string(rank);
+  msg += " (" + hostname() + "): stalled: waited " + std::to_string(static_cast<long>(waited_s));
+  msg += " s " + what + ", longer than stall_timeout_s = ";
+  msg += std::to_string(static_cast<long>(limit_s));
+  msg += " s (a rank stopped, hung in I/O, or held in a debugger?); ending the job";
+  std::fprintf(stderr, "ckptbench: error: %s\n", msg.c_str());
+  std::fflush(stderr);
+  if (on_stall) {
+    try {
+      on_stall(msg);
+    } catch (...) {
+    }
+  }
+  MPI_Abort(comm, 4);
+  std::_Exit(4);  // not reached
+}
+
+void wait_guarded(MPI_Request& req, MPI_Comm comm, const StallGuard& g, const std::string& what,
+                  double spin_s) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  Backoff b(spin_s);
+  for (;;) {
+    int done = 0;
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    if (g.expired(b.waited_s(), rank)) g.fire(comm, rank, b.waited_s(), what);
+    b.pause();
+  }
+}
+
+void guarded_barrier(MPI_Comm comm, const StallGuard& g, const std::string& what) {
+  MPI_Request req;
+  MPI_Ibarrier(comm, &req);
+  wait_guarded(req, comm, g, what);
+}
+
 void Agreement::operator()(Outcome mine, std::string msg, double phase_elapsed_s) const {
   if (mine == Outcome::ok && deadline != nullptr && deadline->passed()) {
     mine = Outcome::timeout;
     msg = "point " + std::to_string(deadline->point()) + " timed out: it ran longer than " +
-          "timeout_s = " + std::to_string(static_cast<int>(deadline->timeout_s())) + " s";
+          "timeout_s = " + format_seconds(deadline->timeout_s()) + " s";
   }
   if (mine == Outcome::ok && stop_signal() != 0) {
     mine = Outcome::io;
@@ -70,19 +133,19 @@ void Agreement::operator()(Outcome mine, std::string msg, double phase_elapsed_s
   }
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  int local[2] = {static_cast<int>(mine), mine == Outcome::ok ? INT32_MAX : rank};
-  int global[2] = {0, 0};
-  int sendv[2] = {local[0], -local[1]};
-  int recv[2];
+  // {any failure, -(lowest failing rank), -(lowest rank failing on its own, not Outcome::peer)}
+  const bool failed = mine != Outcome::ok, own = failed && mine != Outcome::peer;
+  int sendv[3] = {failed ? 1 : 0, failed ? -rank : -INT32_MAX, own ? -rank : -INT32_MAX};
+  int recv[3];
   MPI_Request req;
-  MPI_Iallreduce(sendv, recv, 2, MPI_INT, MPI_MAX, comm, &req);
+  MPI_Iallreduce(sendv, recv, 3, MPI_INT, MPI_MAX, comm, &req);
   double limit = std::max(grace_s, 3 * phase_elapsed_s);
-  double t0 = now_s();
+  Backoff b;
   int done = 0;
   while (!done) {
     MPI_Test(&req, &done, MPI_STATUS_IGNORE);
     if (done) break;
-    if (mine != Outcome::ok && now_s() - t0 > limit) {
+    if (failed && b.waited_s() > limit) {
       std::fprintf(stderr,
                    "ckptbench: error: %s\nckptbench: other ranks did not reach the error check "
                    "within %.0f s (stuck in a collective?); aborting the job\n",
@@ -90,13 +153,18 @@ void Agreement::operator()(Outcome mine, std::string msg, double phase_elapsed_s
       std::fflush(stderr);
       MPI_Abort(comm, 1);
     }
-    usleep(mine == Outcome::ok ? 50 : 1000);
+    if (!failed && stall.expired(b.waited_s(), rank)) {
+      std::string what = "at an error check";
+      if (deadline != nullptr && deadline->point() > 0)
+        what += " in point " + std::to_string(deadline->point());
+      what += " for ranks that did not reach it (which ones cannot be told from here)";
+      stall.fire(comm, rank, b.waited_s(), what);
+    }
+    b.pause();
   }
-  global[0] = recv[0];
-  global[1] = -recv[1];
-  if (global[0] == 0) return;
-  // Lowest failing rank broadcasts its message.
-  int root = global[1];
+  if (recv[0] == 0) return;
+  // The lowest rank with an error of its own broadcasts its message (else the lowest failing).
+  const int root = recv[2] != -INT32_MAX ? -recv[2] : -recv[1];
   const std::string text = bcast_string(rank == root ? msg : std::string(), root, comm);
   // The error kind is that of the failing root (config errors exit 2).
   int kind = rank == root ? static_cast<int>(mine) : 0;
@@ -115,7 +183,7 @@ Watchdog::Watchdog(const Deadline& d, double timeout_s, int rank) {
       if (at > 0 && now_s() > at + grace) {
         std::fprintf(stderr,
                      "ckptbench: error (rank %d): point %d is stuck %.0f s past its timeout_s "
-                     "(%.0f s) inside a phase; ending the job. The report on disk holds the "
+                     "(%g s) inside a phase; ending the job. The report on disk holds the "
                      "finished repetitions.\n",
                      rank, d.point(), grace, d.timeout_s());
         std::fflush(stderr);

@@ -134,9 +134,9 @@ const std::vector<Preset>& presets() {
 }
 
 const std::vector<std::string>& run_keys() {
-  static const std::vector<std::string> k = {"target",           "repetitions", "verify", "keep",
-                                             "strict",           "timeout_s",   "name",   "comment",
-                                             "free_space_check", "sweep",       "exclude"};
+  static const std::vector<std::string> k = {
+      "target", "repetitions", "verify",           "keep",  "strict",  "timeout_s",
+      "name",   "comment",     "free_space_check", "sweep", "exclude", "stall_timeout_s"};
   return k;
 }
 
@@ -202,7 +202,7 @@ json apply_preset(const json& pj) {
       if (!out.contains(kv.key())) out[kv.key()] = kv.value();
     return out;
   }
-  throw ConfigError("'preset': unknown value '" + name + "' (allowed: " + list + ")");
+  throw ConfigError("'preset': unknown value '" + text_excerpt(name) + "' (allowed: " + list + ")");
 }
 
 PointConfig parse_point(const json& pj_in) {
@@ -398,6 +398,7 @@ RunConfig parse_config(const json& doc) {
   rc.keep = r.boolean("keep", false);
   rc.strict = r.boolean("strict", false);
   rc.timeout_s = r.number("timeout_s", 0, 0, 1e7);
+  rc.stall_timeout_s = r.number("stall_timeout_s", 300, 0, 1e7);
   rc.free_space_check = r.boolean("free_space_check", true);
   rc.name = r.str("name", "");
   rc.comment = r.str("comment", "");
@@ -421,12 +422,12 @@ RunConfig parse_config(const json& doc) {
         std::string list;
         for (const auto& k : point_keys()) list += (list.empty() ? "" : ", ") + k;
         throw ConfigError(
-            "'sweep." + it.key() + "': not a sweepable key (allowed: " + list +
+            "'sweep." + text_excerpt(it.key()) + "': not a sweepable key (allowed: " + list +
             ", tp, pp, dp, zero_stage, or a dotted path such as io_uring.fixed_buffers)");
       }
       if (!it->is_array() || it->empty())
-        throw ConfigError("'sweep." + it.key() + "': expected a non-empty list of values, got " +
-                          it->dump());
+        throw ConfigError("'sweep." + text_excerpt(it.key()) +
+                          "': expected a non-empty list of values, got " + json_excerpt(*it));
       if (doc.contains(key.substr(0, key.find('.'))) && key.find('.') == std::string::npos)
         throw ConfigError("'" + key + "' is given both at the top level and in 'sweep'; keep one");
       axes.emplace_back(key, *it);
@@ -439,13 +440,36 @@ RunConfig parse_config(const json& doc) {
     for (const auto& ex : *exclude) {
       if (!ex.is_object())
         throw ConfigError("'exclude': each entry must be an object of sweep keys, got " +
-                          ex.dump());
+                          json_excerpt(ex));
       for (auto it = ex.begin(); it != ex.end(); ++it) {
         std::string k = canonical_sweep_key(it.key());
         bool found = false;
         for (const auto& a : axes) found |= a.first == k;
-        if (!found) throw ConfigError("'exclude': key '" + it.key() + "' is not a swept key");
+        if (!found)
+          throw ConfigError("'exclude': key '" + text_excerpt(it.key()) + "' is not a swept key");
       }
+    }
+  }
+
+  // The number of points, before any is built: a short config can describe billions.
+  {
+    uint64_t n = 1;
+    for (const auto& a : axes) {
+      const uint64_t k = a.second.size();
+      n = n > kMaxSweepPoints / k ? kMaxSweepPoints + 1 : n * k;
+    }
+    if (n > kMaxSweepPoints) {
+      std::string dims;
+      long double exact = 1;
+      for (const auto& a : axes) {
+        dims += (dims.empty() ? "" : " x ") + std::to_string(a.second.size());
+        exact *= static_cast<long double>(a.second.size());
+      }
+      char count[64];
+      std::snprintf(count, sizeof count, "%.0Lf", exact);
+      throw ConfigError("'sweep': " + std::string(count) + " points (" + dims +
+                        ") before 'exclude'; at most " + std::to_string(kMaxSweepPoints) +
+                        " are allowed in one run: split the sweep over several configs");
     }
   }
 
@@ -467,7 +491,8 @@ RunConfig parse_config(const json& doc) {
         pc = parse_point(point);
       } catch (const ConfigError& e) {
         if (axes.empty()) throw;
-        throw ConfigError(std::string(e.what()) + " [in sweep point " + params.dump() + "]");
+        throw ConfigError(std::string(e.what()) + " [in sweep point " + json_excerpt(params, 300) +
+                          "]");
       }
       pc.params = params;
       rc.points.push_back(std::move(pc));
@@ -494,6 +519,7 @@ RunConfig parse_config(const json& doc) {
   res["keep"] = rc.keep;
   res["strict"] = rc.strict;
   res["timeout_s"] = rc.timeout_s;
+  res["stall_timeout_s"] = rc.stall_timeout_s;
   res["free_space_check"] = rc.free_space_check;
   res["name"] = rc.name;
   res["comment"] = rc.comment;
@@ -508,11 +534,7 @@ json load_config_file(const std::string& path) {
   if (!in) throw ConfigError("config file '" + path + "': cannot open (" + errno_text(errno) + ")");
   std::stringstream ss;
   ss << in.rdbuf();
-  try {
-    return json::parse(ss.str());
-  } catch (const json::parse_error& e) {
-    throw ConfigError("config file '" + path + "': not valid JSON: " + e.what());
-  }
+  return parse_json_limited(ss.str(), "config file '" + path + "'");
 }
 
 }  // namespace ckpt

@@ -31,14 +31,37 @@ std::map<std::string, std::string> fault_spec() {
   return kv;
 }
 
-}  // namespace
+std::string value(const std::map<std::string, std::string>& kv, const char* k) {
+  auto it = kv.find(k);
+  return it == kv.end() ? std::string() : it->second;
+}
 
-bool fault_requested(int point, int rep, const char* phase, int rank) {
-  auto kv = fault_spec();
+bool matches(std::map<std::string, std::string>& kv, int point, int rep, const char* phase,
+             int rank) {
   if (kv.empty()) return false;
   auto match = [&](const char* k, const std::string& v) { return !kv.count(k) || kv[k] == v; };
   return match("point", std::to_string(point)) && match("rep", std::to_string(rep)) &&
          match("phase", phase) && match("rank", std::to_string(rank));
+}
+
+}  // namespace
+
+bool fault_requested(int point, int rep, const char* phase, int rank) {
+  auto kv = fault_spec();
+  if (kv.count("transfer") || value(kv, "action") == "stop") return false;
+  return matches(kv, point, rep, phase, rank);
+}
+
+uint64_t fault_transfer(int point, int rep, const char* phase, int rank) {
+  auto kv = fault_spec();
+  if (!kv.count("transfer") || !matches(kv, point, rep, phase, rank)) return 0;
+  return std::strtoull(value(kv, "transfer").c_str(), nullptr, 10);
+}
+
+bool fault_stop_requested(int point, int rep, const char* phase, int rank) {
+  auto kv = fault_spec();
+  return value(kv, "action") == "stop" && std::string(phase) != "between" &&
+         matches(kv, point, rep, phase, rank);
 }
 
 // Test hook between save and restore ("phase=between,action=delete|truncate|corrupt"): damages

@@ -11,10 +11,14 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <climits>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "ckptbench/error.hpp"
+#include "ckptbench/report.hpp"
 
 namespace fsys = std::filesystem;
 
@@ -158,11 +162,57 @@ void check_target(const std::string& target, bool force) {
                                       "/lib64",   "/proc", "/root", "/run", "/sbin", "/sys",
                                       "/usr",     "/var",  "/home", "/opt", "/srv",  "/tmp",
                                       "/var/tmp", "/mnt",  "/media"};
-  for (const char* s : system_dirs)
-    if (abs == s)
-      throw ConfigError(
-          "target '" + target + "': refusing a system directory; use a directory of " +
-          "your own below it, e.g. " + (abs == "/" ? std::string("/scratch") : abs) + "/ckpt");
+  auto is_system = [&](const std::string& p) {
+    for (const char* s : system_dirs)
+      if (p == s) return true;
+    return false;
+  };
+  if (is_system(abs))
+    throw ConfigError("target '" + target + "': refusing a system directory; use a directory of " +
+                      "your own below it, e.g. " + (abs == "/" ? std::string("/scratch") : abs) +
+                      "/ckpt");
+  // The same check on what the path really names: every symbolic link on the way is resolved
+  // (w/lroot -> / makes w/lroot/tmp the real /tmp), and a link that leads to a system directory
+  // itself is refused (nothing of one's own needs a link to /).
+  {
+    std::string sofar;
+    fsys::path rest;
+    bool missing = false;
+    for (const auto& comp : fsys::path(abs).relative_path()) {
+      if (missing) {
+        rest /= comp;
+        continue;
+      }
+      sofar += '/';
+      sofar += comp.string();
+      struct stat lst;
+      if (lstat(sofar.c_str(), &lst) != 0) {
+        missing = true;
+        rest /= comp;
+        continue;
+      }
+      if (!S_ISLNK(lst.st_mode)) continue;
+      char buf[PATH_MAX];
+      if (!realpath(sofar.c_str(), buf)) continue;  // a dangling link: the checks below fail
+      if (is_system(buf))
+        throw ConfigError("target '" + target + "': the path goes through the symbolic link '" +
+                          sofar + "' -> '" + buf +
+                          "', a system directory; give a path without that link");
+    }
+    char buf[PATH_MAX];
+    std::string probe = missing ? fsys::path(sofar).parent_path().string() : sofar;
+    if (probe.empty()) probe = "/";
+    if (realpath(probe.c_str(), buf)) {
+      std::string real =
+          (fsys::path(buf) / (missing ? fsys::path(sofar).filename() / rest : fsys::path()))
+              .lexically_normal()
+              .string();
+      while (real.size() > 1 && real.back() == '/') real.pop_back();
+      if (is_system(real))
+        throw ConfigError("target '" + target + "': is the system directory '" + real +
+                          "' through symbolic links; use a directory of your own below it");
+    }
+  }
   if (const char* home = getenv("HOME"); home && abs == absolute_path(home))
     throw ConfigError("target '" + target +
                       "': refusing your home directory itself; use a subdirectory");
@@ -195,6 +245,69 @@ void check_target(const std::string& target, bool force) {
       throw ConfigError("target '" + target + "': parent '" + parent.string() +
                         "' is not writable (" + errno_text(errno) + ")");
   }
+}
+
+LockFile::~LockFile() { release(); }
+
+void LockFile::release() {
+  if (path_.empty()) return;
+  ::unlink(path_.c_str());
+  path_.clear();
+}
+
+void LockFile::acquire(const std::string& path, const std::string& what) {
+  char host[256] = "?";
+  ::gethostname(host, sizeof host - 1);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd >= 0) {
+      std::string text = host;
+      text += ' ';
+      text += std::to_string(getpid());
+      text += ' ';
+      text += utc_now();
+      text += '\n';
+      const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+      ::close(fd);
+      path_ = path;
+      if (!ok) {
+        release();
+        throw IoError("cannot write lock file '" + path + "': " + errno_text(errno));
+      }
+      return;
+    }
+    if (errno == ENOSPC || errno == EDQUOT) return;  // no room for the lock: the run dir fails next
+    if (errno != EEXIST)
+      throw ConfigError(what + ": cannot create the lock file '" + path + "' (" +
+                        errno_text(errno) + ")");
+    // Held: by whom?
+    std::string holder;
+    {
+      std::ifstream in(path);
+      std::getline(in, holder);
+    }
+    std::string h, when;
+    long pid = 0;
+    {
+      std::istringstream ss(holder);
+      ss >> h >> pid >> when;
+    }
+    const bool same_host = h == host;
+    const bool dead =
+        same_host && pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+    if (dead && attempt == 0) {
+      stale_ = "a lock left by a run that died (host " + h + ", pid " + std::to_string(pid) +
+               ", started " + when + ") was taken over: " + path;
+      ::unlink(path.c_str());
+      continue;
+    }
+    throw ConfigError(
+        what + " is in use by another ckptbench run (host " + (h.empty() ? "?" : h) + ", pid " +
+        std::to_string(pid) + ", started " + (when.empty() ? "?" : when) +
+        "); wait for it to end, or use another one" +
+        (same_host ? std::string() : " (if that run is gone, remove '" + path + "')"));
+  }
+  throw ConfigError(what + ": cannot take the lock file '" + path + "'");
 }
 
 void make_dirs(const std::string& path) {

@@ -29,6 +29,42 @@ std::string json_type_name(const json& v) {
   }
 }
 
+json parse_json_limited(const std::string& text, const std::string& what) {
+  // The callback sees each value's depth as the parser reaches it; throwing stops the parse
+  // before anything deeper is built (nlohmann's parser itself keeps its own stack, not recursion).
+  int deepest = 0;
+  auto guard = [&deepest](int depth, json::parse_event_t, json&) {
+    if (depth > kMaxJsonDepth) {
+      deepest = depth;
+      throw ConfigError("");
+    }
+    return true;
+  };
+  try {
+    return json::parse(text, guard);
+  } catch (const json::parse_error& e) {
+    throw ConfigError(what + ": not valid JSON: " + text_excerpt(e.what(), 300));
+  } catch (const ConfigError&) {
+    if (deepest == 0) throw;
+    throw ConfigError(what + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                      " levels (arrays/objects inside each other); no ckptbench input needs "
+                      "more than a few");
+  }
+}
+
+std::string text_excerpt(const std::string& s, size_t max) {
+  if (s.size() <= max) return s;
+  std::string out = s.substr(0, max);
+  out += "... (";
+  out += std::to_string(s.size());
+  out += " characters)";
+  return out;
+}
+
+std::string json_excerpt(const json& v, size_t max) {
+  return text_excerpt(v.dump(-1, ' ', false, json::error_handler_t::replace), max);
+}
+
 ObjectReader::ObjectReader(const json& obj, std::string path) : obj_(obj), path_(std::move(path)) {
   if (!obj_.is_object())
     throw ConfigError((path_.empty() ? std::string("config") : "'" + path_ + "'") +
@@ -51,7 +87,7 @@ void ObjectReader::allow(const std::string& key) { known_.insert(key); }
 
 static ConfigError type_error(const std::string& path, const json& v, const std::string& want) {
   return ConfigError("'" + path + "': expected " + want + ", got " + json_type_name(v) + " " +
-                     v.dump());
+                     json_excerpt(v));
 }
 
 std::optional<std::string> ObjectReader::opt_str(const std::string& key) {
@@ -72,7 +108,8 @@ std::string ObjectReader::choice(const std::string& key, const std::string& def,
     if (a == v) return v;
   std::string list;
   for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-  throw ConfigError("'" + key_path(key) + "': unknown value '" + v + "' (allowed: " + list + ")");
+  throw ConfigError("'" + key_path(key) + "': unknown value '" + text_excerpt(v) +
+                    "' (allowed: " + list + ")");
 }
 
 std::optional<bool> ObjectReader::opt_boolean(const std::string& key) {
@@ -120,8 +157,9 @@ double ObjectReader::number(const std::string& key, double def, double lo, doubl
   if (!v->is_number()) throw type_error(key_path(key), *v, "a number");
   double x = v->get<double>();
   if (!(x >= lo && x <= hi))
-    throw ConfigError("'" + key_path(key) + "': " + v->dump() + " is out of range (allowed: " +
-                      json(lo).dump() + " to " + json(hi).dump() + ")");
+    throw ConfigError("'" + key_path(key) + "': " + json_excerpt(*v) +
+                      " is out of range (allowed: " + json(lo).dump() + " to " + json(hi).dump() +
+                      ")");
   return x;
 }
 
@@ -134,7 +172,7 @@ uint64_t json_to_size(const json& v, const std::string& path, bool allow_zero) {
     return x;
   }
   if (v.is_number_integer() || (v.is_number_float() && v.get<double>() < 0))
-    throw ConfigError("'" + path + "': invalid size " + v.dump() + " (negative)");
+    throw ConfigError("'" + path + "': invalid size " + json_excerpt(v) + " (negative)");
   throw type_error(path, v, "a size (byte count or string like \"4K\", \"1MiB\")");
 }
 
@@ -153,7 +191,7 @@ void ObjectReader::finish() const {
     if (known_.count(it.key())) continue;
     std::string list;
     for (const auto& k : known_) list += (list.empty() ? "" : ", ") + k;
-    throw ConfigError("unknown key '" + key_path(it.key()) + "' (allowed" +
+    throw ConfigError("unknown key '" + text_excerpt(key_path(it.key())) + "' (allowed" +
                       (path_.empty() ? "" : " in '" + path_ + "'") + ": " + list + ")");
   }
 }

@@ -6,6 +6,7 @@
 
 #include "ckptbench/error.hpp"
 #include "ckptbench/frameworks.hpp"
+#include "ckptbench/jsonread.hpp"
 #include "ckptbench/units.hpp"
 
 namespace ckpt {
@@ -31,7 +32,7 @@ LayoutKind parse_layout(const std::string& name) {
     if (n[i] == name) return static_cast<LayoutKind>(i);
   std::string list;
   for (const auto& x : n) list += (list.empty() ? "" : ", ") + x;
-  throw ConfigError("'layout': unknown value '" + name + "' (allowed: " + list + ")");
+  throw ConfigError("'layout': unknown value '" + text_excerpt(name) + "' (allowed: " + list + ")");
 }
 
 std::string layout_name(LayoutKind k) { return layout_names()[static_cast<size_t>(k)]; }

@@ -12,6 +12,7 @@
 #include "ckptbench/config.hpp"
 #include "ckptbench/error.hpp"
 #include "ckptbench/execution.hpp"
+#include "ckptbench/jsonread.hpp"
 #include "ckptbench/layout.hpp"
 #include "ckptbench/model.hpp"
 #include "ckptbench/report.hpp"
@@ -25,9 +26,18 @@ using json = nlohmann::json;
 
 namespace {
 
+// Every error message is bounded: a hostile input cannot make one megabytes long.
 int fail(const std::string& msg, int code) {
-  std::fprintf(stderr, "ckptbench: error: %s\n", msg.c_str());
+  std::fprintf(stderr, "ckptbench: error: %s\n", text_excerpt(msg, 2000).c_str());
   return code;
+}
+
+// This process's rank as the launcher announces it before MPI_Init (Open MPI, PMIx, MPICH/Hydra,
+// Slurm); 0 when started alone. Used to print command-line errors once per job, not per rank.
+int launcher_rank() {
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
+    if (const char* s = std::getenv(v)) return std::atoi(s);
+  return 0;
 }
 
 json load_or_default(const std::string& path) {
@@ -183,7 +193,10 @@ int cmd_run(const std::string& config_path, RunOptions opt, std::string output,
     std::string parse_error;
     try {
       rc = parse_config(load_or_default(config_path));
-      if (timeout_s >= 0) rc.timeout_s = timeout_s;
+      if (timeout_s >= 0) {
+        rc.timeout_s = timeout_s;
+        rc.resolved["timeout_s"] = timeout_s;  // the report records the limit that applied
+      }
     } catch (const ConfigError& e) {
       parse_error = e.what();
     }
@@ -274,9 +287,10 @@ int main(int argc, char** argv) {
   auto* run =
       app.add_subcommand("run", "Run the benchmark (under mpirun/srun) and write a JSON report");
   run->add_option(
-         "--config,-c", config,
-         "JSON config file (default: the embedded default config, see `ckptbench run --dry-run`)")
-      ->check(CLI::ExistingFile);
+      "--config,-c", config,
+      "JSON config file (default: the embedded default config, see `ckptbench run --dry-run`)");
+  // (No CLI11 existence check: a file missing on some ranks only is then a config error that
+  // the ranks agree on, printed once naming the rank, instead of a parse error on those ranks.)
   run->add_option("--target,-t", target,
                   "Directory to write into (overrides the config's \"target\"); a fresh run "
                   "directory is created inside it");
@@ -329,8 +343,14 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
+    // --help and --version print as CLI11 does; a real parse error gets the usual prefix and is
+    // printed by the first rank only.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    if (launcher_rank() == 0) {
+      fail(e.what(), 2);
+      std::fprintf(stderr, "Run with --help for more information.\n");
+    }
+    return 2;
   }
   try {
     if (*run) {

@@ -2,6 +2,7 @@
 // then the phase driver runs the backend over this rank's files and the non-leader side of node
 // aggregation sends or receives its pieces; the clock stops, the ranks agree on the outcome and
 // the records are reduced across ranks.
+#include <csignal>
 #include <string>
 
 #include "ckptbench/error.hpp"
@@ -32,17 +33,30 @@ PhaseResult run_phase(RunState& rs, PointRun& pt, Phase phase, const RankIo& io,
   // writing stamps only.
   if (phase == Phase::save) pt.pool->prefill(*pt.pattern);
   const char* pname = phase == Phase::save ? "save" : "restore";
+  dp.begin_phase(phase, &rs.agree.stall, fault_transfer(pt.index, rep + 1, pname, rs.rank));
+  // Backs off and is guarded against a stalled rank; then a plain barrier, which releases the
+  // ranks within microseconds of each other (the phase's clock starts right after it).
+  guarded_barrier(rs.comm, rs.agree.stall,
+                  std::string("at the barrier before the ") + pname + " of point " +
+                      std::to_string(pt.index) + " repetition " + std::to_string(rep + 1));
   MPI_Barrier(rs.comm);
   rec.start_s = now_s();
   {
     LiveLine live(rs.rank == 0 && !rs.opt.quiet && rs.opt.live, rec, pname, pt.index,
                   static_cast<int>(rs.cfg.points.size()), io.transfer_bytes);
     auto [o, m] = attempt(rs.rank, [&] {
-      if (fault_requested(pt.index, rep + 1, pname, rs.rank))
-        throw IoError(std::string("injected fault (") + kFaultEnv + ") in " + pname + " of point " +
-                      std::to_string(pt.index));
-      pt.backend->run(ctx);
-      remote_side(pt.prep.plan, io, phase, pt.pc, pt.pool->at(0), dp, rec);
+      try {
+        if (fault_stop_requested(pt.index, rep + 1, pname, rs.rank)) ::raise(SIGSTOP);
+        if (fault_requested(pt.index, rep + 1, pname, rs.rank))
+          throw IoError(std::string("injected fault (") + kFaultEnv + ") in " + pname +
+                        " of point " + std::to_string(pt.index));
+        pt.backend->run(ctx);
+        remote_side(pt.prep.plan, io, phase, pt.pc, pt.pool->at(0), dp, rec);
+      } catch (...) {
+        // Node aggregation: no peer may wait out a bound for this rank (datapath.hpp).
+        dp.abandon(pt.prep.plan, io, pt.pc);
+        throw;
+      }
     });
     rec.end_s = now_s();
     live.stop();

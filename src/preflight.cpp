@@ -10,6 +10,7 @@
 
 #include "ckptbench/error.hpp"
 #include "ckptbench/execution.hpp"
+#include "ckptbench/jsonread.hpp"
 #include "ckptbench/lustre.hpp"
 #include "ckptbench/report.hpp"
 #include "ckptbench/units.hpp"
@@ -43,8 +44,8 @@ uint64_t plan_points(const RunConfig& cfg, MPI_Comm comm, std::vector<Prepared>*
       if (prepared) prepared->push_back(std::move(p));
     } catch (const ConfigError& e) {
       if (cfg.points.size() == 1) throw;
-      throw ConfigError("point " + std::to_string(i + 1) + " " + cfg.points[i].params.dump() +
-                        ": " + e.what());
+      throw ConfigError("point " + std::to_string(i + 1) + " " +
+                        json_excerpt(cfg.points[i].params, 300) + ": " + e.what());
     }
   }
   return need;
@@ -65,16 +66,30 @@ TargetFacts TargetFacts::from_json(const json& j) {
 }
 
 std::string make_run_dir(const std::string& target, uint64_t need_bytes, bool free_space_check,
-                         TargetFacts& facts) {
+                         TargetFacts& facts, LockFile* lock) {
+  struct stat st;
+  facts.target_created = ::stat(target.c_str(), &st) != 0;
   make_dirs(target);
+  if (lock) {
+    try {
+      lock->acquire(target + "/.ckptbench.lock", "target '" + target + "'");
+    } catch (...) {
+      if (facts.target_created) ::rmdir(target.c_str());
+      throw;
+    }
+  }
   char stamp[64];
   std::string t = utc_now();
   std::snprintf(stamp, sizeof stamp, "ckptbench-%s-%d", t.c_str(), static_cast<int>(getpid()));
   for (char& c : stamp)
     if (c == ':') c = '-';
   const std::string run_dir = target + "/" + stamp;
-  if (::mkdir(run_dir.c_str(), 0755) != 0)
-    throw_errno("create run directory '" + run_dir + "'", errno);
+  if (::mkdir(run_dir.c_str(), 0755) != 0) {
+    const int err = errno;
+    if (lock) lock->release();
+    if (facts.target_created) ::rmdir(target.c_str());
+    throw_errno("create run directory '" + run_dir + "'", err);
+  }
   try {
     facts.fs = probe_fs(run_dir);
     dio_alignment(run_dir, facts.fs);
@@ -88,6 +103,8 @@ std::string make_run_dir(const std::string& target, uint64_t need_bytes, bool fr
                         "\"free_space_check\": false to try anyway");
   } catch (...) {
     ::rmdir(run_dir.c_str());
+    if (lock) lock->release();
+    if (facts.target_created) ::rmdir(target.c_str());  // refused: leave nothing behind
     throw;
   }
   return run_dir;

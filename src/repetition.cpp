@@ -71,14 +71,39 @@ void check_striping(RunState& rs, PointRun& pt, const std::string& dir) {
   if (!w.empty()) pt.warn(rs, w);
 }
 
+// While a repetition runs, the stall guard (stall_timeout_s) is armed and, on rank 0, records a
+// stall in the report (the finished repetitions, this point "incomplete", the stall as the error)
+// before it ends the job.
+class StallScope {
+ public:
+  StallScope(RunState& rs, PointRun& pt) : g_(rs.agree.stall) {
+    g_.limit_s = rs.cfg.stall_timeout_s;
+    if (rs.rank == 0 && rs.opt.on_progress)
+      g_.on_stall = [&rs, &pt](const std::string& msg) {
+        json d = partial_document(rs.doc, pt);
+        d["error"] = msg;
+        rs.opt.on_progress(d);
+      };
+  }
+  ~StallScope() { g_.on_stall = nullptr; }
+  StallScope(const StallScope&) = delete;
+  StallScope& operator=(const StallScope&) = delete;
+
+ private:
+  StallGuard& g_;
+};
+
 }  // namespace
 
 void run_repetition(RunState& rs, PointRun& pt, int rep) {
   const IoPlan& plan = pt.prep.plan;
   const RankIo& mine = plan.ranks[static_cast<size_t>(rs.rank)];
+  StallScope stall(rs, pt);
   char sub[64];
   std::snprintf(sub, sizeof sub, "point-%03d/rep-%02d", pt.index, rep + 1);
   const std::string dir = rs.run_dir + "/" + sub;
+  const std::string where = "in point " + std::to_string(pt.index) + " repetition " +
+                            std::to_string(rep + 1) + " for ranks that did not arrive";
   DirFd rep_fd = make_rep_dir(rs, pt, sub, dir);
 
   json rj = {{"repetition", rep + 1}};
@@ -103,7 +128,11 @@ void run_repetition(RunState& rs, PointRun& pt, int rep) {
   rj["restore"]["rank_file_handles"] = restore.files;
   rj["restore"]["files"] = plan.stats.files;
   uint64_t v = dp.bytes_verified(), vsum = 0;
-  MPI_Allreduce(&v, &vsum, 1, MPI_UINT64_T, MPI_SUM, rs.comm);
+  {
+    MPI_Request req;
+    MPI_Iallreduce(&v, &vsum, 1, MPI_UINT64_T, MPI_SUM, rs.comm, &req);
+    wait_guarded(req, rs.comm, rs.agree.stall, "at the sum of verified bytes " + where);
+  }
   if (pt.prep.nodes.nodes > 1) {
     const auto& nodes = pt.prep.nodes.node_of_rank;
     rj["save"]["per_node"] = per_node_bandwidth(nodes, save.rank_bytes, save.rank_times_s);
@@ -125,7 +154,7 @@ void run_repetition(RunState& rs, PointRun& pt, int rep) {
   });
   rs.agree(po, pm, 0);
   // Clean up (untimed) unless kept.
-  MPI_Barrier(rs.comm);
+  guarded_barrier(rs.comm, rs.agree.stall, "at the barrier before the clean-up " + where);
   if (!rs.cfg.keep) {
     auto [o, m] = attempt(rs.rank, [&] {
       if (rs.rank == 0) remove_tree(dir, rs.run_dir);

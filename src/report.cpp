@@ -1,5 +1,6 @@
 #include "ckptbench/report.hpp"
 
+#include <fcntl.h>
 #include <sys/sysinfo.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -96,22 +97,39 @@ json capture_environment(const std::string& target, MPI_Comm comm) {
   return env;
 }
 
+// Written to <path>.tmp, then renamed: a reader never sees half a report. On any failure (a full
+// or read-only file system) the .tmp file is removed again, so nothing half-written stays.
 static void write_text(const std::string& text, const std::string& path) {
   namespace fs = std::filesystem;
   fs::path p(path);
   std::error_code ec;
   if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
   if (ec) throw IoError("cannot create directory for report '" + path + "': " + ec.message());
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) throw IoError("cannot write report '" + tmp + "': " + errno_text(errno));
-    out << text << "\n";
-    out.flush();
-    if (!out) throw IoError("cannot write report '" + tmp + "': " + errno_text(errno));
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw IoError("cannot write report '" + tmp + "': " + errno_text(errno));
+  const std::string body = text + "\n";
+  size_t done = 0;
+  int err = 0;
+  while (done < body.size() && err == 0) {
+    const ssize_t n = ::write(fd, body.data() + done, body.size() - done);
+    if (n > 0)
+      done += static_cast<size_t>(n);
+    else if (n < 0 && errno != EINTR)
+      err = errno;
+    else if (n == 0)
+      err = EIO;
+  }
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err != 0) {
+    ::unlink(tmp.c_str());
+    throw IoError("cannot write report '" + tmp + "': " + errno_text(err));
   }
   fs::rename(tmp, path, ec);
-  if (ec) throw IoError("cannot rename report to '" + path + "': " + ec.message());
+  if (ec) {
+    ::unlink(tmp.c_str());
+    throw IoError("cannot rename report to '" + path + "': " + ec.message());
+  }
 }
 
 void write_report(const json& doc, const std::string& path) { write_text(doc.dump(2), path); }

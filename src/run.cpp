@@ -4,12 +4,14 @@
 
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <vector>
 
 #include "ckptbench/agreement.hpp"
 #include "ckptbench/error.hpp"
 #include "ckptbench/execution.hpp"
+#include "ckptbench/interrupt.hpp"
 #include "ckptbench/report.hpp"
 
 namespace ckpt {
@@ -140,14 +142,24 @@ json dry_run_document(const RunConfig& cfg, const std::vector<Prepared>& prepare
 void record_failure(RunState& rs, RunResult& res, const Error& e) {
   rs.deadline.disarm();
   res.exit_code = dynamic_cast<const ConfigError*>(&e) ? 2 : 1;
-  res.error = e.what();
+  std::string error = e.what();
+  // A stop signal is the cause even when the first error a rank saw came after it (the signal
+  // watcher removes the run directory while the phase still runs).
+  if (const int sig = stop_signal();
+      sig != 0 && error.find("interrupted by signal") == std::string::npos) {
+    std::string why = "interrupted by signal " + std::to_string(sig) + " (";
+    why += strsignal(sig);
+    why += "); then: ";
+    error = why + error;
+  }
+  res.error = error;
   rs.doc["status"] = "failed";
-  rs.doc["error"] = e.what();
+  rs.doc["error"] = error;
   if (dynamic_cast<const TimeoutError*>(&e)) rs.doc["timed_out_point"] = rs.deadline.point();
   rs.doc["points_completed"] = rs.doc["points"].size();
   if (!rs.current.is_null()) {
     rs.current["status"] = "failed";
-    rs.current["error"] = e.what();
+    rs.current["error"] = error;
     rs.doc["points"].push_back(rs.current);
   }
   // Every rank agreed on this error, so a barrier is safe; then remove what this run made.
@@ -168,6 +180,7 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
   MPI_Comm_size(comm, &size);
   Deadline deadline;
   Agreement agree{comm, 60.0, &deadline};
+  agree.stall.limit_s = cfg.stall_timeout_s;
   RunResult res;
   std::string target = opt.target_override.empty() ? cfg.target : opt.target_override;
 
@@ -185,13 +198,24 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
     return res;
   }
 
+  // ---- One run per report path and per target (rank 0 holds both locks to the end). ----
+  LockFile output_lock, target_lock;
+  {
+    auto [o, m] = attempt(rank, [&] {
+      if (rank == 0 && !opt.output.empty())
+        output_lock.acquire(absolute_path(opt.output) + ".lock", "report '" + opt.output + "'");
+    });
+    if (failed_before_io(res, [&] { agree(o, m, 0); })) return res;
+  }
+
   // ---- The run directory and the file system facts (shared with every rank). ----
   target = absolute_path(target);
   std::string run_dir;
   TargetFacts facts;
   {
     auto [o, m] = attempt(rank, [&] {
-      if (rank == 0) run_dir = make_run_dir(target, need_bytes, cfg.free_space_check, facts);
+      if (rank == 0)
+        run_dir = make_run_dir(target, need_bytes, cfg.free_space_check, facts, &target_lock);
     });
     // The run directory could not be made or examined: nothing was measured, no document.
     if (failed_before_io(res, [&] { agree(o, m, 0); })) return res;
@@ -211,7 +235,11 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
   }
   // Checks that need the file system: still before any benchmark I/O.
   if (std::string err = target_point_error(cfg, facts, run_dir); !err.empty()) {
-    if (rank == 0) ::rmdir(run_dir.c_str());
+    if (rank == 0) {
+      ::rmdir(run_dir.c_str());
+      target_lock.release();
+      if (facts.target_created) ::rmdir(target.c_str());  // refused: leave nothing behind
+    }
     res.exit_code = 2;
     res.error = err;
     return res;
@@ -225,8 +253,29 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
   doc["environment"]["backends"] = probe_backends();
   doc["points"] = json::array();
   doc["status"] = "running";
+  for (const LockFile* l : {&output_lock, &target_lock})
+    if (!l->stale().empty()) {
+      doc["environment"]["stale_locks"].push_back(l->stale());
+      std::fprintf(stderr, "ckptbench: warning: %s\n", l->stale().c_str());
+    }
 
-  RunState rs{cfg, opt, comm, rank, size, agree, deadline, target, run_dir, run_fd, facts, doc};
+  // Stop signals are acted on at once by a watcher (interrupt.hpp); the progress writes go through
+  // it so that its emergency write never races them.
+  SignalCleanup on_signal(rank, run_dir, target, !cfg.keep, rank == 0 ? opt.on_progress : nullptr,
+                          [&output_lock, &target_lock] {
+                            output_lock.release();
+                            target_lock.release();
+                          });
+  RunOptions ropt = opt;
+  if (rank == 0 && opt.on_progress)
+    ropt.on_progress = [&on_signal](const json& partial) { on_signal.progress(partial); };
+  if (rank == 0) {
+    json seed = doc;
+    seed["status"] = "failed";
+    seed["points_completed"] = 0;
+    on_signal.seed(seed);
+  }
+  RunState rs{cfg, ropt, comm, rank, size, agree, deadline, target, run_dir, run_fd, facts, doc};
   rs.say = rank == 0 && !opt.quiet;
   Watchdog watchdog(deadline, cfg.timeout_s, rank);
   try {

@@ -16,6 +16,7 @@
 #include <unordered_set>
 
 #include "ckptbench/error.hpp"
+#include "ckptbench/jsonread.hpp"
 
 namespace ckpt {
 
@@ -259,8 +260,7 @@ std::string read_small_file(const std::string& path, uint64_t limit) {
 
 ModelDesc import_index(const std::string& path) {
   const std::string text = read_small_file(path, kMaxIndexBytes);
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw ConfigError(path + ": not valid JSON");
+  json j = parse_json_limited(text, path);
   if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
     throw ConfigError(path +
                       ": expected an object with a \"weight_map\" object (tensor name -> "
@@ -305,9 +305,7 @@ void read_hf_config(const std::string& path, ModelDesc& m) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return;
   const std::string text = read_small_file(path, 16ull << 20);
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded())
-    throw ConfigError(path + ": not valid JSON (read for the attention head count of the model)");
+  json j = parse_json_limited(text, path);  // read for the attention head count of the model
   if (!j.is_object()) return;
   auto has_heads = [](const json& o) {
     return o.is_object() && (o.contains("num_attention_heads") || o.contains("n_head"));
@@ -325,7 +323,8 @@ void read_hf_config(const std::string& path, ModelDesc& m) {
       if (it == c->end() || it->is_null()) continue;
       if (!it->is_number_unsigned() || it->get<uint64_t>() == 0 ||
           it->get<uint64_t>() > (uint64_t{1} << 40))
-        throw ConfigError(path + ": \"" + k + "\" must be a positive integer, got " + it->dump());
+        throw ConfigError(path + ": \"" + k + "\" must be a positive integer, got " +
+                          json_excerpt(*it));
       return it->get<uint64_t>();
     }
     return 0;

@@ -108,7 +108,8 @@ Parallelism parse_parallelism(const nlohmann::json& v, const std::string& path) 
       p.dp = static_cast<int>(d->get<int64_t>());
     } else {
       throw ConfigError(r.key_path("dp") +
-                        ": expected \"auto\" or an integer in [1, 16777216], got " + d->dump());
+                        ": expected \"auto\" or an integer in [1, 16777216], got " +
+                        json_excerpt(*d));
     }
   }
   p.zero_stage = static_cast<int>(r.integer("zero_stage", 0, 0, 3));

@@ -42,6 +42,9 @@ struct PointConfig {
   nlohmann::json resolved;  // this point as a fully resolved JSON object
 };
 
+// Most sweep points one run may have (counted before 'exclude', refused before any is built).
+inline constexpr uint64_t kMaxSweepPoints = 100000;
+
 struct RunConfig {
   std::string target;  // directory under which a fresh run directory is made
   int repetitions = 1;
@@ -49,6 +52,7 @@ struct RunConfig {
   bool keep = false;
   bool strict = false;           // settings that do not apply here are errors, not warnings
   double timeout_s = 0;          // per point; 0 = none
+  double stall_timeout_s = 300;  // a rank waiting for its peers this long ends the job; 0 = off
   bool free_space_check = true;  // refuse a run whose largest point does not fit (statvfs)
   std::string name;              // run title (plots)
   std::string comment;

@@ -4,8 +4,10 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 
+#include "ckptbench/agreement.hpp"
 #include "ckptbench/backend.hpp"
 
 namespace ckpt {
@@ -25,8 +27,21 @@ class RankDataPath final : public DataPath {
   // throws IoError naming the file and the offset of the first wrong byte.
   void check(uint32_t file_id, const std::string& path, const Extent& e, uint64_t pos,
              const std::byte* data, uint64_t n);
+  // Node-aggregation messages. Both wait with Backoff under the stall guard; recv throws
+  // PeerLeftError when the sender left the phase after an error of its own (see abandon).
   void send(const std::byte* data, uint64_t len, int dest);
   void recv(std::byte* data, uint64_t len, int src, const std::string& path, uint64_t off);
+
+  // Before each phase: forgets the previous phase's message counts; `stall` (may be null) guards
+  // every wait for a peer; fail_at: the transfer (1-based) that fails on purpose
+  // (CKPT_FAULT_INJECT "transfer=N"), 0 for none.
+  void begin_phase(Phase phase, const StallGuard* stall, uint64_t fail_at);
+  // This rank leaves the phase on an error. So that no peer waits out a bound for it: it tells
+  // each peer still waiting for its data (save: its node leader; restore: the ranks its leader
+  // side sends to) that nothing more comes, and receives and discards what its peers still send
+  // it (save: a leader's senders; restore: a non-leader's leader), until they are done, tell it
+  // they left too, or send nothing for 60 s.
+  void abandon(const IoPlan& plan, const RankIo& io, const PointConfig& pc) noexcept;
 
   const Pattern& pattern() const { return p_; }
   uint64_t bytes_verified() const { return bytes_verified_; }
@@ -38,7 +53,9 @@ class RankDataPath final : public DataPath {
 
  private:
   static constexpr int kTagData = 4711;
+  static constexpr int kTagLeft = 4712;  // "I left this phase after an error": one int, my rank
   bool remote(const Extent& e) const { return !shifted_ && e.source >= 0 && e.source != rank_; }
+  void injected_fault(const FileSpec& f, const Transfer& t) const;
 
   const Pattern& p_;
   int rank_;
@@ -47,6 +64,10 @@ class RankDataPath final : public DataPath {
   std::string dir_;
   uint64_t bytes_verified_ = 0;
   bool shifted_ = false;
+  Phase phase_ = Phase::save;
+  const StallGuard* stall_ = nullptr;
+  uint64_t fail_at_ = 0, transfers_ = 0;
+  std::map<int, uint64_t> sent_, received_;  // messages this phase, by peer
 };
 
 // Non-leader side of node aggregation: stream this rank's pieces of the leader's files to the

@@ -65,13 +65,16 @@ struct TargetFacts {
   FsInfo fs;
   bool odirect_ok = true;
   std::string odirect_why;
+  bool target_created = false;  // rank 0 only: make_run_dir created the target directory itself
   nlohmann::json to_json() const;
   static TargetFacts from_json(const nlohmann::json& j);
 };
 // Rank 0: makes the target and a fresh run directory in it, probes the file system there and
-// checks the free space (removing the run directory again on refusal). Returns its path.
+// checks the free space (removing the run directory, and the target if it made it, again on
+// refusal). Returns its path.
+// `lock` (when given) takes the target's lock file (.ckptbench.lock) first: one run per target.
 std::string make_run_dir(const std::string& target, uint64_t need_bytes, bool free_space_check,
-                         TargetFacts& facts);
+                         TargetFacts& facts, LockFile* lock = nullptr);
 // The checks that need the file system's facts (O_DIRECT, its alignment, Lustre striping), for
 // every point; "" when all pass, else the message (naming the point and the key).
 std::string target_point_error(const RunConfig& cfg, const TargetFacts& facts,

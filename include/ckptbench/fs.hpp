@@ -35,6 +35,29 @@ void check_target(const std::string& target, bool force);
 // everything inside the run directory is made with mkdir_beneath / open_beneath.
 void make_dirs(const std::string& path);
 
+// An advisory lock: a file created exclusively (O_EXCL, which works on NFS, Lustre and CephFS
+// where flock may not) holding "<host> <pid> <UTC time>". One run per target and per report path.
+class LockFile {
+ public:
+  LockFile() = default;
+  ~LockFile();
+  LockFile(const LockFile&) = delete;
+  LockFile& operator=(const LockFile&) = delete;
+  // Takes the lock at `path` for what `what` names ("target '/x'", "report 'r.json'"). Throws
+  // ConfigError naming the holder's host, pid and start time when another run holds it. A lock
+  // left behind by a dead process of this host is taken over, and stale() then describes it; a
+  // lock of another host is never taken (its holder cannot be checked from here): the message
+  // says which file to remove if that run is gone.
+  void acquire(const std::string& path, const std::string& what);
+  void release();  // removes the file if this object holds it
+  bool held() const { return !path_.empty(); }
+  const std::string& stale() const { return stale_; }
+
+ private:
+  std::string path_;
+  std::string stale_;
+};
+
 // A directory held open, so that what the run creates inside it is resolved relative to it.
 class DirFd {
  public:

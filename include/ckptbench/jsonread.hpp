@@ -17,6 +17,21 @@ using json = nlohmann::json;
 // Human-readable JSON type name of a value ("string", "number", "object", ...).
 std::string json_type_name(const json& v);
 
+// Deepest nesting any JSON text ckptbench reads may have (configs, safetensors index and
+// config.json files): deeper texts are refused while parsing, before the value is built, so no
+// recursive walk (dump, error printing, the config reader) ever sees one.
+inline constexpr int kMaxJsonDepth = 64;
+
+// Parses `text` as JSON with the depth limit. Throws ConfigError naming `what` (a file name or
+// "config") on a syntax error or too deep a nesting.
+json parse_json_limited(const std::string& text, const std::string& what);
+
+// A value for an error message: compact JSON cut to at most `max` characters ("..." and the full
+// length appended when cut), so no message quotes an unbounded value.
+std::string json_excerpt(const json& v, size_t max = 160);
+// The same for a string taken from the input (a key name, a path).
+std::string text_excerpt(const std::string& s, size_t max = 160);
+
 class ObjectReader {
  public:
   // `path` is the key path of `obj` for messages ("" for the top level, "model", "sweep", ...).

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Failures mid-run: a failing rank at point 3 leaves a document with the 2 finished points and
 # the error; a file deleted, truncated or corrupted between save and restore gives a clear
-# error naming it. Nothing hangs (every run under a timeout), exit code 1.
+# error naming it; with node aggregation a failing leader or sender is heard by its peers at
+# once (issue 16 item 5), as root also on a full 64 MiB tmpfs. Nothing hangs (every run under a
+# timeout), exit code 1.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 make_workdir faults
 
@@ -50,6 +52,67 @@ for action in delete truncate corrupt; do
   fi
   if [ "$action" = corrupt ] && ! grep -q "byte offset [0-9]" <<< "$out"; then bad "corrupt: no offset in: $out"; fi
 done
+# Node aggregation (2 emulated nodes of 2 ranks): a rank that fails must not leave its peers
+# blocked in a message until the 60 s bound of the error check (issue 16 item 5: the leader's
+# write failed, its senders waited 60 s, MPI_Abort, no report, a partial file left).
+cat > "$work/agg.json" <<'J'
+{"model": "tiny", "parallelism": {"tp": 2, "dp": "auto", "zero_stage": 1},
+ "layout": "aggregated-node", "ranks_per_node": 2, "backend": "posix", "block_size": "64K"}
+J
+for c in "leader-write:phase=save,rank=0,transfer=3:rank 0:write '.*node_0000.ckpt' offset [0-9]* length [0-9]*: No space left on device (errno 28)" \
+         "leader-start:phase=save,rank=2:rank 2:injected fault" \
+         "sender:phase=save,rank=1:rank 1:injected fault" \
+         "leader-read:phase=restore,rank=2,transfer=2:rank 2:read '.*node_0001.ckpt' offset [0-9]* length [0-9]*: Input/output error (errno 5)"; do
+  IFS=: read -r name fault who want <<< "$c"
+  t0=$SECONDS
+  run "agg-$name" "$fault" "$work/agg.json"
+  dt=$((SECONDS - t0))
+  if [ "$code" -eq 1 ] && [ "$dt" -le 20 ] && grep -q "ckptbench: error: $who ([^)]*): .*$want" <<< "$out" \
+     && ! grep -q "did not reach the error check" <<< "$out"; then
+    ok "aggregated-node, $name fails: exit 1 after $dt s, the error names $who and '$want'"
+  else
+    bad "aggregated-node, $name: exit $code after $dt s (want 1 within 20 s): $(tail -c 800 <<< "$out")"
+  fi
+  [ "$(grep -c "ckptbench: error" <<< "$out")" -eq 1 ] || bad "agg-$name: error printed $(grep -c "ckptbench: error" <<< "$out") times"
+  if [ "$(jq_py "$doc" "d['status']")" = failed ] && jq_py "$doc" "d['error']" | grep -q "$who"; then
+    ok "aggregated-node, $name: report written, status failed, the error"
+  else
+    bad "aggregated-node, $name: report: $(head -c 300 "$doc" 2>/dev/null)"
+  fi
+  [ -z "$(ls -A "$work/t-agg-$name" 2>/dev/null)" ] && ok "aggregated-node, $name: run directory removed" \
+    || bad "aggregated-node, $name: left: $(find "$work/t-agg-$name" | head -5)"
+done
+
+# The issue as reported: a real ENOSPC on a 64 MiB tmpfs (root only), with and without
+# preallocation (fallocate fails at create, or a write fails mid-file).
+if [ "$(id -u)" -eq 0 ] && mkdir -p "$work/full" && mount -t tmpfs -o size=64m tmpfs "$work/full"; then
+  cli_on_exit() { umount -l "$work/full" 2> /dev/null; }
+  for pre in true false; do
+    cat > "$work/agg-full.json" <<J
+{"model": {"name": "llama2-7b", "scale": "1/64"}, "layout": "aggregated-node", "ranks_per_node": 2,
+ "parallelism": {"tp": 2, "dp": "auto", "zero_stage": 1}, "repetitions": 1,
+ "free_space_check": false, "preallocate": $pre}
+J
+    t0=$SECONDS
+    doc="$work/agg-full-$pre.json"
+    out="$(timeout 180 "${MPI[@]}" -n 4 "$BIN" run --config "$work/agg-full.json" --target "$work/full" \
+          --force --output "$doc" --quiet 2>&1)"
+    code=$?
+    dt=$((SECONDS - t0))
+    if [ "$code" -eq 1 ] && [ "$dt" -le 20 ] && grep -q "ckptbench: error: rank [0-9]* ([^)]*): .*'$work/full/ckptbench-.*/node_000[01].ckpt'.*No space left on device (errno 28)" <<< "$out" \
+       && [ "$(grep -c "ckptbench: error" <<< "$out")" -eq 1 ]; then
+      ok "64 MiB tmpfs, aggregated-node, preallocate $pre: ENOSPC, exit 1 after $dt s, named once"
+    else
+      bad "64 MiB tmpfs, aggregated-node, preallocate $pre: exit $code after $dt s: $(tail -c 800 <<< "$out")"
+    fi
+    [ "$(jq_py "$doc" "d['status']")" = failed ] && [ -z "$(ls -A "$work/full")" ] \
+      && ok "64 MiB tmpfs, preallocate $pre: report failed, tmpfs empty again" \
+      || bad "64 MiB tmpfs, preallocate $pre: report $(jq_py "$doc" "d['status']"), left: $(ls -A "$work/full")"
+  done
+else
+  echo "skip 64 MiB tmpfs ENOSPC with aggregated-node: needs root (mount)"
+fi
+
 # The run directories are removed after a failure (nothing half-written left behind).
 left="$(find "$work" -name '*.pt' | wc -l)"
 [ "$left" -eq 0 ] && ok "no checkpoint files left after failures" || bad "$left files left behind"

@@ -1,0 +1,50 @@
+// Acting on a stop signal at once (docs/reliability.md, "SIGINT, SIGTERM ..."): a launcher that
+// is itself interrupted (Ctrl-C or SIGTERM to mpirun, a scheduler's kill at the time limit) gives
+// the ranks about a second before SIGKILL, far less than a phase can take. So a watcher thread
+// does not wait for the next phase boundary: as soon as stop_signal() is set, rank 0 writes the
+// partial report and every rank removes the run directory (unless keep). The run then still
+// stops at the next boundary as before, if it lives that long.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+namespace ckpt {
+
+class SignalCleanup {
+ public:
+  // `report` (rank 0, may be empty): writes a document to the report path. `run_dir` is removed
+  // below `target` when `remove` is true.
+  // `after` (may be empty) runs last, e.g. to release the run's lock files.
+  SignalCleanup(int rank, std::string run_dir, std::string target, bool remove,
+                std::function<void(const nlohmann::json&)> report,
+                std::function<void()> after = nullptr);
+  ~SignalCleanup();
+  SignalCleanup(const SignalCleanup&) = delete;
+  SignalCleanup& operator=(const SignalCleanup&) = delete;
+
+  // The document as it would stand if the run died now (kept for the emergency write), and the
+  // write itself, serialised with the watcher's.
+  void progress(const nlohmann::json& partial);
+  // Keeps `partial` for the emergency write without writing it.
+  void seed(const nlohmann::json& partial);
+  // True once the watcher acted on a signal.
+  bool fired() const { return fired_.load(); }
+
+ private:
+  void watch();
+  int rank_;
+  std::string run_dir_, target_;
+  bool remove_;
+  std::function<void(const nlohmann::json&)> report_;
+  std::function<void()> after_;
+  std::mutex mu_;
+  nlohmann::json last_;
+  std::atomic<bool> stop_{false}, fired_{false};
+  std::thread thread_;
+};
+
+}  // namespace ckpt
