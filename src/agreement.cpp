@@ -1,5 +1,6 @@
 #include "ckptbench/agreement.hpp"
 
+#include <semaphore.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <thread>
 
 #include "ckptbench/error.hpp"
 #include "ckptbench/metrics.hpp"
@@ -28,10 +31,32 @@ std::string format_seconds(double s) {
 namespace {
 // The only mutable file-scope state: what a signal handler may touch.
 volatile sig_atomic_t g_stop_signal = 0;
-extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
+// Posted by the handler (sem_post is async-signal-safe) so that a waiter wakes at once.
+sem_t g_stop_sem;
+const bool g_stop_sem_ok = sem_init(&g_stop_sem, 0, 0) == 0;
+extern "C" void on_stop_signal(int sig) {
+  g_stop_signal = sig;
+  if (g_stop_sem_ok) sem_post(&g_stop_sem);
+}
 }  // namespace
 
 int stop_signal() { return static_cast<int>(g_stop_signal); }
+
+int wait_stop_signal(double timeout_s) {
+  if (const int sig = stop_signal(); sig != 0) return sig;
+  if (!g_stop_sem_ok) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(timeout_s, 0.05)));
+    return stop_signal();
+  }
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  const auto ns = static_cast<long long>(timeout_s * 1e9) + ts.tv_nsec;
+  ts.tv_sec += static_cast<time_t>(ns / 1000000000LL);
+  ts.tv_nsec = static_cast<long>(ns % 1000000000LL);
+  while (sem_timedwait(&g_stop_sem, &ts) != 0 && errno == EINTR && stop_signal() == 0) {
+  }
+  return stop_signal();
+}
 
 void install_stop_handlers() {
   struct sigaction sa {};
@@ -117,6 +142,13 @@ void wait_guarded(MPI_Request& req, MPI_Comm comm, const StallGuard& g, const st
 void guarded_barrier(MPI_Comm comm, const StallGuard& g, const std::string& what) {
   MPI_Request req;
   MPI_Ibarrier(comm, &req);
+  wait_guarded(req, comm, g, what);
+}
+
+void guarded_allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
+                       MPI_Comm comm, const StallGuard& g, const std::string& what) {
+  MPI_Request req;
+  MPI_Iallreduce(send, recv, count, type, op, comm, &req);
   wait_guarded(req, comm, g, what);
 }
 

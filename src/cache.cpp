@@ -16,7 +16,9 @@ json defeat_cache(RunState& rs, PointRun& pt, const std::string& dir, const Rank
   });
   rs.agree(o, m, 0);
   if (pt.cache == CacheMode::drop_caches) {
-    MPI_Barrier(rs.comm);
+    guarded_barrier(
+        rs.comm, rs.agree.stall,
+        "at the barrier before dropping caches (point " + std::to_string(pt.index) + ")");
     // One rank per node (rank 0 only when nodes are emulated: they share one page cache).
     const auto& node = pt.prep.nodes.node_of_rank;
     const bool leader =
@@ -41,7 +43,8 @@ json defeat_cache(RunState& rs, PointRun& pt, const std::string& dir, const Rank
     }
   }
   uint64_t loc[2] = {res_b, tot_b}, glob[2];
-  MPI_Allreduce(loc, glob, 2, MPI_UINT64_T, MPI_SUM, rs.comm);
+  guarded_allreduce(loc, glob, 2, MPI_UINT64_T, MPI_SUM, rs.comm, rs.agree.stall,
+                    "at the sum of cache residency (point " + std::to_string(pt.index) + ")");
   cj["resident_bytes_sampled"] = glob[0];
   cj["file_bytes_sampled"] = glob[1];
   cj["resident_fraction"] =

@@ -153,6 +153,25 @@ std::string absolute_path(const std::string& p) {
   return a.lexically_normal().string();
 }
 
+namespace {
+// True when all the directory holds is what a dead run of this host left: its lock file and the
+// run directory that lock names (removed when the lock is taken over, make_run_dir).
+bool only_dead_run_left(const std::string& dir) {
+  LockFile::Holder h;
+  if (!LockFile::read_holder(dir + "/.ckptbench.lock", h) || !h.dead) return false;
+  std::error_code ec;
+  for (const auto& e : fsys::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name == ".ckptbench.lock") continue;
+    if (!h.keep && !h.run_dir.empty() && name == h.run_dir && e.is_directory(ec) &&
+        !e.is_symlink(ec))
+      continue;
+    return false;
+  }
+  return !ec;
+}
+}  // namespace
+
 void check_target(const std::string& target, bool force) {
   if (target.empty())
     throw ConfigError("no target directory: set \"target\" in the config or pass --target DIR");
@@ -236,7 +255,12 @@ void check_target(const std::string& target, bool force) {
     std::error_code ec;
     bool empty = fsys::is_empty(abs, ec);
     if (ec) throw ConfigError("target '" + target + "': cannot list (" + ec.message() + ")");
-    if (!empty && !force)
+    LockFile::Holder h;
+    if (!empty && !force && LockFile::read_holder(abs + "/.ckptbench.lock", h) && !h.dead)
+      throw ConfigError("target '" + target + "' is in use by another ckptbench run (host " +
+                        h.host + ", pid " + std::to_string(h.pid) + ", started " + h.when +
+                        "); wait for it to end, or use another one");
+    if (!empty && !force && !only_dead_run_left(abs))
       throw ConfigError("target '" + target +
                         "': directory is not empty; pass --force to run in it anyway (ckptbench "
                         "writes only inside a fresh run directory it creates there)");
@@ -255,7 +279,34 @@ void LockFile::release() {
   path_.clear();
 }
 
-void LockFile::acquire(const std::string& path, const std::string& what) {
+bool LockFile::read_holder(const std::string& path, Holder& h) {
+  std::ifstream in(path);
+  if (!in) return false;
+  std::string line;
+  std::getline(in, line);
+  {
+    std::istringstream ss(line);
+    ss >> h.host >> h.pid >> h.when;
+  }
+  while (std::getline(in, line)) {
+    std::istringstream ss(line);
+    std::string key, value;
+    ss >> key >> value;
+    if (key == "run_dir") h.run_dir = value;
+    if (key == "keep") h.keep = value == "1";
+  }
+  // Only a bare name of ckptbench's own pattern is ever acted on.
+  if (h.run_dir.rfind("ckptbench-", 0) != 0 || h.run_dir.find('/') != std::string::npos)
+    h.run_dir.clear();
+  char host[256] = "?";
+  ::gethostname(host, sizeof host - 1);
+  h.dead =
+      h.host == host && h.pid > 0 && ::kill(static_cast<pid_t>(h.pid), 0) != 0 && errno == ESRCH;
+  return true;
+}
+
+void LockFile::acquire(const std::string& path, const std::string& what, const std::string& run_dir,
+                       bool keep) {
   char host[256] = "?";
   ::gethostname(host, sizeof host - 1);
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -267,6 +318,11 @@ void LockFile::acquire(const std::string& path, const std::string& what) {
       text += ' ';
       text += utc_now();
       text += '\n';
+      if (!run_dir.empty()) {
+        text += "run_dir ";
+        text += run_dir;
+        text += keep ? "\nkeep 1\n" : "\nkeep 0\n";
+      }
       const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
       ::close(fd);
       path_ = path;
@@ -281,29 +337,19 @@ void LockFile::acquire(const std::string& path, const std::string& what) {
       throw ConfigError(what + ": cannot create the lock file '" + path + "' (" +
                         errno_text(errno) + ")");
     // Held: by whom?
-    std::string holder;
-    {
-      std::ifstream in(path);
-      std::getline(in, holder);
-    }
-    std::string h, when;
-    long pid = 0;
-    {
-      std::istringstream ss(holder);
-      ss >> h >> pid >> when;
-    }
-    const bool same_host = h == host;
-    const bool dead =
-        same_host && pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
-    if (dead && attempt == 0) {
-      stale_ = "a lock left by a run that died (host " + h + ", pid " + std::to_string(pid) +
-               ", started " + when + ") was taken over: " + path;
+    Holder h;
+    read_holder(path, h);
+    if (h.dead && attempt == 0) {
+      stale_ = "a lock left by a run that died (host " + h.host + ", pid " + std::to_string(h.pid) +
+               ", started " + h.when + ") was taken over: " + path;
+      if (!h.keep) stale_run_dir_ = h.run_dir;
       ::unlink(path.c_str());
       continue;
     }
+    const bool same_host = h.host == host;
     throw ConfigError(
-        what + " is in use by another ckptbench run (host " + (h.empty() ? "?" : h) + ", pid " +
-        std::to_string(pid) + ", started " + (when.empty() ? "?" : when) +
+        what + " is in use by another ckptbench run (host " + (h.host.empty() ? "?" : h.host) +
+        ", pid " + std::to_string(h.pid) + ", started " + (h.when.empty() ? "?" : h.when) +
         "); wait for it to end, or use another one" +
         (same_host ? std::string() : " (if that run is gone, remove '" + path + "')"));
   }

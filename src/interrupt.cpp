@@ -1,5 +1,8 @@
 #include "ckptbench/interrupt.hpp"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -40,11 +43,10 @@ void SignalCleanup::seed(const nlohmann::json& partial) {
 }
 
 void SignalCleanup::watch() {
-  // Polling a flag 20 times a second costs nothing measurable and needs no async-signal-safe
-  // plumbing in the handler.
+  // The handler posts a semaphore: the thread wakes as the signal arrives (the 200 ms bound is
+  // only how soon the destructor's stop_ is seen).
   while (!stop_.load()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    const int sig = stop_signal();
+    const int sig = wait_stop_signal(0.2);
     if (sig == 0) continue;
     fired_ = true;
     if (rank_ == 0 && report_) {
@@ -69,16 +71,25 @@ void SignalCleanup::watch() {
         std::fprintf(stderr, "ckptbench: error: %s\n", e.what());
       }
     }
-    if (remove_) {
-      try {
-        remove_tree(run_dir_, target_);
-      } catch (const std::exception&) {
-        // Another rank removed it first, or files are still being created: the boundary's
-        // clean-up runs again if the process lives.
-      }
-    }
+    if (remove_) remove_racing();
     if (after_) after_();
     return;
+  }
+}
+
+void SignalCleanup::remove_racing() {
+  // Every rank removes the same directory at the same moment: one rank's removal fails where an
+  // entry it listed is already gone (ENOENT), so try again until the directory is gone, bounded
+  // (the run's own I/O cannot refill it: files are created beneath the open directory, which
+  // fails once it is unlinked).
+  for (int attempt = 0; attempt < 50; attempt++) {
+    try {
+      remove_tree(run_dir_, target_);
+    } catch (const std::exception&) {
+    }
+    struct stat st;
+    if (::lstat(run_dir_.c_str(), &st) != 0 && errno == ENOENT) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 }
 

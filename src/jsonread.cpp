@@ -44,6 +44,9 @@ json parse_json_limited(const std::string& text, const std::string& what) {
     return json::parse(text, guard);
   } catch (const json::parse_error& e) {
     throw ConfigError(what + ": not valid JSON: " + text_excerpt(e.what(), 300));
+  } catch (const json::out_of_range& e) {
+    // 406: a number beyond a double (1e999); the parser's message names it.
+    throw ConfigError(what + ": a value out of range: " + text_excerpt(e.what(), 300));
   } catch (const ConfigError&) {
     if (deepest == 0) throw;
     throw ConfigError(what + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) +

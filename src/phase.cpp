@@ -62,6 +62,10 @@ PhaseResult run_phase(RunState& rs, PointRun& pt, Phase phase, const RankIo& io,
     live.stop();
     rs.agree(o, m, rec.end_s - rec.start_s);
   }
+  // The statistics are plain collectives: every rank reaches them together from here.
+  guarded_barrier(rs.comm, rs.agree.stall,
+                  std::string("at the barrier before the statistics of the ") + pname +
+                      " of point " + std::to_string(pt.index));
   return reduce_phase(rec, rs.comm);
 }
 

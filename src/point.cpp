@@ -145,7 +145,8 @@ void point_settings(RunState& rs, PointRun& pt) {
   BufferPool& pool = *pt.pool;
   // What the kernel really backed with huge pages (the least of any rank; -1 unknown).
   int64_t huge_min = pool.huge_page_bytes();
-  MPI_Allreduce(MPI_IN_PLACE, &huge_min, 1, MPI_INT64_T, MPI_MIN, rs.comm);
+  guarded_allreduce(MPI_IN_PLACE, &huge_min, 1, MPI_INT64_T, MPI_MIN, rs.comm, rs.agree.stall,
+                    "after the buffers of point " + std::to_string(pt.index) + " were set up");
   // Only transfers above 512 KiB can need more than 128 scattered 4 KiB pages, the smallest
   // common max_segments of block devices (virtio-blk: 254); smaller ones are never split.
   constexpr uint64_t kSplitRisk = 512u << 10;
@@ -195,7 +196,8 @@ json run_point(RunState& rs, int pi) {
   PointRun pt(rs.cfg.points[static_cast<size_t>(pi)], pi + 1);
   const PointConfig& pc = pt.pc;
   pt.align = point_align(pc, rs.facts.fs.dio_offset_align);
-  MPI_Barrier(rs.comm);
+  guarded_barrier(rs.comm, rs.agree.stall,
+                  "at the barrier before point " + std::to_string(pt.index));
   rs.deadline.arm(pt.index, rs.cfg.timeout_s);
   pt.pj = {{"index", pt.index}, {"params", pc.params}, {"config", pc.resolved}};
   pt.pj["status"] = "running";

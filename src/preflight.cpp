@@ -66,23 +66,39 @@ TargetFacts TargetFacts::from_json(const json& j) {
 }
 
 std::string make_run_dir(const std::string& target, uint64_t need_bytes, bool free_space_check,
-                         TargetFacts& facts, LockFile* lock) {
+                         bool keep, TargetFacts& facts, LockFile* lock) {
   struct stat st;
   facts.target_created = ::stat(target.c_str(), &st) != 0;
   make_dirs(target);
-  if (lock) {
-    try {
-      lock->acquire(target + "/.ckptbench.lock", "target '" + target + "'");
-    } catch (...) {
-      if (facts.target_created) ::rmdir(target.c_str());
-      throw;
-    }
-  }
   char stamp[64];
   std::string t = utc_now();
   std::snprintf(stamp, sizeof stamp, "ckptbench-%s-%d", t.c_str(), static_cast<int>(getpid()));
   for (char& c : stamp)
     if (c == ':') c = '-';
+  if (lock) {
+    try {
+      lock->acquire(target + "/.ckptbench.lock", "target '" + target + "'", stamp, keep);
+    } catch (...) {
+      if (facts.target_created) ::rmdir(target.c_str());
+      throw;
+    }
+    // A run killed before it could clean up (SIGKILL, a node lost) left its directory: remove
+    // it, as that run would have, and say so.
+    if (const std::string& dead = lock->stale_run_dir(); !dead.empty()) {
+      struct stat dst;
+      const std::string p = target + "/" + dead;
+      if (::lstat(p.c_str(), &dst) == 0 && S_ISDIR(dst.st_mode)) {
+        std::error_code ec;
+        uint64_t n = 0;
+        for (auto it = std::filesystem::recursive_directory_iterator(p, ec);
+             !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+          n++;
+        remove_tree(p, target);
+        lock->add_stale_note("; its run directory " + dead + " (" + std::to_string(n) +
+                             " entries) was removed");
+      }
+    }
+  }
   const std::string run_dir = target + "/" + stamp;
   if (::mkdir(run_dir.c_str(), 0755) != 0) {
     const int err = errno;

@@ -118,6 +118,13 @@ Parallelism parse_parallelism(const nlohmann::json& v, const std::string& path) 
                 : RankOrder::tp_pp_dp;
   p.emulate_world = static_cast<int>(r.integer("emulate_world", 0, 0, 1 << 30));
   r.finish();
+  // The world tp*pp*dp (and tp*pp when dp is "auto") must fit the largest world ckptbench
+  // handles, the bound of emulate_world; each factor alone is within its own range.
+  const int64_t tppp = int64_t{p.tp} * p.pp;
+  const int64_t world = tppp * std::max(p.dp, 1);
+  if (world > (int64_t{1} << 30))
+    throw ConfigError(path + ": tp*pp" + (p.dp > 0 ? "*dp" : "") + " = " + std::to_string(world) +
+                      " ranks exceeds the largest world, 1073741824 (2^30)");
   return p;
 }
 

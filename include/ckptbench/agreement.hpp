@@ -15,6 +15,9 @@ namespace ckpt {
 
 // The signal that asked the run to stop (SIGINT, SIGTERM, SIGUSR1, SIGUSR2, SIGHUP), else 0.
 int stop_signal();
+// Waits up to timeout_s for a stop signal (woken by the handler itself, not by polling); returns
+// stop_signal(). Meant for one waiting thread per process.
+int wait_stop_signal(double timeout_s);
 
 std::string hostname();
 
@@ -66,6 +69,9 @@ void wait_guarded(MPI_Request& req, MPI_Comm comm, const StallGuard& g, const st
                   double spin_s = 0.002);
 // MPI_Barrier that backs off and is guarded as above.
 void guarded_barrier(MPI_Comm comm, const StallGuard& g, const std::string& what);
+// MPI_Allreduce (MPI_IN_PLACE allowed) that backs off and is guarded as above.
+void guarded_allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
+                       MPI_Comm comm, const StallGuard& g, const std::string& what);
 
 // Per-point deadline (monotonic seconds; 0 = none). Checked at every agreement (soft: the point
 // stops cleanly at the next phase boundary) and by the Watchdog (hard).

@@ -72,9 +72,11 @@ struct TargetFacts {
 // Rank 0: makes the target and a fresh run directory in it, probes the file system there and
 // checks the free space (removing the run directory, and the target if it made it, again on
 // refusal). Returns its path.
-// `lock` (when given) takes the target's lock file (.ckptbench.lock) first: one run per target.
+// `lock` (when given) takes the target's lock file (.ckptbench.lock) first: one run per target;
+// the lock names the run directory and `keep`, and taking over a dead run's lock removes that
+// run's directory unless it was kept.
 std::string make_run_dir(const std::string& target, uint64_t need_bytes, bool free_space_check,
-                         TargetFacts& facts, LockFile* lock = nullptr);
+                         bool keep, TargetFacts& facts, LockFile* lock = nullptr);
 // The checks that need the file system's facts (O_DIRECT, its alignment, Lustre striping), for
 // every point; "" when all pass, else the message (naming the point and the key).
 std::string target_point_error(const RunConfig& cfg, const TargetFacts& facts,

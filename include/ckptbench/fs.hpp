@@ -48,14 +48,32 @@ class LockFile {
   // left behind by a dead process of this host is taken over, and stale() then describes it; a
   // lock of another host is never taken (its holder cannot be checked from here): the message
   // says which file to remove if that run is gone.
-  void acquire(const std::string& path, const std::string& what);
+  // `run_dir` (may be empty): the name of the run directory the holder creates next to the lock
+  // and `keep` whether it keeps it; a later run that takes the lock over removes a dead run's
+  // directory unless it was kept (stale_run_dir()).
+  void acquire(const std::string& path, const std::string& what, const std::string& run_dir = "",
+               bool keep = false);
   void release();  // removes the file if this object holds it
   bool held() const { return !path_.empty(); }
   const std::string& stale() const { return stale_; }
+  // After a takeover: the dead run's directory to remove (a bare name, "" when none or kept).
+  const std::string& stale_run_dir() const { return stale_run_dir_; }
+  void add_stale_note(const std::string& note) { stale_ += note; }
+
+  // Who holds the lock file at `path`, as it says.
+  struct Holder {
+    std::string host, when, run_dir;
+    long pid = 0;
+    bool keep = false;
+    bool dead = false;  // a process of this host that no longer exists
+  };
+  // False when the file cannot be read.
+  static bool read_holder(const std::string& path, Holder& h);
 
  private:
   std::string path_;
   std::string stale_;
+  std::string stale_run_dir_;
 };
 
 // A directory held open, so that what the run creates inside it is resolved relative to it.

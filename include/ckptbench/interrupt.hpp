@@ -36,6 +36,7 @@ class SignalCleanup {
 
  private:
   void watch();
+  void remove_racing();
   int rank_;
   std::string run_dir_, target_;
   bool remove_;

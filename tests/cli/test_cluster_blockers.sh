@@ -168,7 +168,7 @@ stop_with() {
     bgpid=""
     code=-1
     out="no report after 90 s: $(cat "$work/sig.out")"
-    return
+    return 1
   fi
   if [ "$who" = ranks ]; then
     # shellcheck disable=SC2046
@@ -184,16 +184,28 @@ stop_with() {
   code="$(cat "$work/sig.rc")"
   out="$(cat "$work/sig.out")"
   empty_dir "$t" && [ "$(jq_py "$work/sig.json" "d['status']")" = failed ] &&
-    jq_py "$work/sig.json" "d['error']" | grep -q "interrupted by signal"
+    jq_py "$work/sig.json" "d['error']" | grep -q "interrupted by signal" ||
+    { out+=" [left in the target: $(find "$t" -mindepth 1 2> /dev/null | wc -l) entries; report: $(head -c 300 "$work/sig.json" 2> /dev/null)]"; return 1; }
 }
 for sig in USR1 USR2 HUP; do
   stop_with "$sig" ranks
-  [ "$code" -eq 1 ] && grep -q "interrupted by signal $(kill -l "$sig")" <<< "$out"
+  left=$?
+  [ $left -eq 0 ] && [ "$code" -eq 1 ] && grep -q "interrupted by signal $(kill -l "$sig")" <<< "$out"
   verdict "5 SIG$sig to the ranks: exit 1, signal named, report failed, run directory removed"
 done
 stop_with USR2 mpiexec
-[ "$code" -eq 1 ]
+left=$?
+[ $left -eq 0 ] && [ "$code" -eq 1 ]
 verdict "5 SIGUSR2 to mpiexec (forwarded to the ranks): exit 1, report failed, nothing left"
+# SIGTERM / SIGINT (Ctrl-C) to mpiexec: Open MPI passes SIGTERM on and kills the ranks about a
+# second later, mid-phase; the watcher thread writes the report and removes the run directory
+# in that second (issue 16, item 8).
+for sig in TERM INT; do
+  stop_with "$sig" mpiexec
+  left=$?
+  [ $left -eq 0 ] && [ "$code" -ne 0 ] && [ "$code" -ne 124 ] && [ "$code" -ne 137 ]
+  verdict "5 SIG$sig to mpiexec mid-phase: exit $code, report failed naming the signal, nothing left"
+done
 
 # ---------------------------------------------------------------------------------------------
 echo "# 6. ulimit -f: a clear error naming rank, file and the limit, not SIGXFSZ"

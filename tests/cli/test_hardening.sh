@@ -35,6 +35,15 @@ timeout 30 "$BIN" validate "$work/long.json" > "$work/l" 2>&1; rc=$?
 n=$(wc -c < "$work/l")
 [ $rc = 2 ] && [ "$n" -lt 3000 ] && ok "message of a huge value bounded ($n bytes)" || bad "long value: exit $rc, $n bytes"
 
+# 3b. Found by the config fuzzer: a number beyond a double, and a world beyond an int
+# (tp 65536 x pp 65536): both are config errors (exit 2) naming what is wrong.
+echo '{"model": "tiny", "repetitions": 1e999}' > "$work/huge-num.json"
+timeout 30 "$BIN" validate "$work/huge-num.json" > "$work/l" 2>&1; rc=$?
+[ $rc = 2 ] && grep -q "huge-num.json.*out of range" "$work/l" && ok "1e999 refused as a config error" || bad "1e999: exit $rc: $(head -c 300 "$work/l")"
+echo '{"model": "tiny", "parallelism": {"tp": 65536, "pp": 65536, "dp": 1}}' > "$work/huge-world.json"
+timeout 30 "$BIN" validate "$work/huge-world.json" > "$work/l" 2>&1; rc=$?
+[ $rc = 2 ] && grep -q "4294967296 ranks exceeds" "$work/l" && ok "tp*pp*dp beyond 2^30 refused" || bad "huge world: exit $rc: $(head -c 300 "$work/l")"
+
 # 4. A symbolic link to / higher up the target path is refused (w/lroot/tmp/x is really /tmp/x).
 echo '{"model": "tiny", "repetitions": 1}' > "$work/tiny.json"
 ln -s / "$work/lroot"; mkdir -p /tmp/ckpt-hard-probe
@@ -73,6 +82,18 @@ wait $bg; rc=$?; bg=""
 echo "$(hostname) 999999 2026-01-01T00:00:00Z" > "$work/other/.ckptbench.lock"
 timeout 120 "${MPI[@]}" "$BIN" run --config "$work/tiny.json" --target "$work/other" --force --output "$work/s.json" --quiet > "$work/l" 2>&1; rc=$?
 [ $rc = 0 ] && [ "$(jq_py "$work/s.json" "len(d['environment']['stale_locks'])")" = 1 ] && ok "stale lock of a dead run reported and taken over" || bad "stale lock: exit $rc"
+# What a run killed by SIGKILL leaves (its lock naming its run directory, the directory with
+# files): the next run needs no --force, removes that directory and reports it; a kept one stays.
+mkdir -p "$work/dead/ckptbench-2026-01-01T00-00-00Z-999999/sub"
+touch "$work/dead/ckptbench-2026-01-01T00-00-00Z-999999/a" "$work/dead/ckptbench-2026-01-01T00-00-00Z-999999/sub/b"
+printf '%s 999999 2026-01-01T00:00:00Z\nrun_dir ckptbench-2026-01-01T00-00-00Z-999999\nkeep 0\n' "$(hostname)" > "$work/dead/.ckptbench.lock"
+timeout 120 "${MPI[@]}" "$BIN" run --config "$work/tiny.json" --target "$work/dead" --output "$work/d.json" --quiet > "$work/l" 2>&1; rc=$?
+[ $rc = 0 ] && [ -z "$(ls -A "$work/dead")" ] && jq_py "$work/d.json" "d['environment']['stale_locks'][0]" | grep -q "run directory ckptbench-2026-01-01T00-00-00Z-999999 (3 entries) was removed" &&
+  ok "a dead run's lock and directory: no --force needed, directory removed and reported" || bad "dead run debris: exit $rc, left: $(ls -A "$work/dead"), $(head -c 300 "$work/l")"
+mkdir -p "$work/kept/ckptbench-2026-01-01T00-00-00Z-999999"
+printf '%s 999999 2026-01-01T00:00:00Z\nrun_dir ckptbench-2026-01-01T00-00-00Z-999999\nkeep 1\n' "$(hostname)" > "$work/kept/.ckptbench.lock"
+timeout 120 "${MPI[@]}" "$BIN" run --config "$work/tiny.json" --target "$work/kept" --output "$work/k.json" --quiet > "$work/l" 2>&1; rc=$?
+[ $rc = 2 ] && grep -q "not empty" "$work/l" && [ -d "$work/kept/ckptbench-2026-01-01T00-00-00Z-999999" ] && ok "a dead run's kept directory is never removed (refused without --force)" || bad "kept debris: exit $rc: $(head -c 300 "$work/l")"
 
 # 7. --timeout is recorded as given (with its fraction).
 timeout 120 "${MPI[@]}" "$BIN" run --config "$work/tiny.json" --target "$work/t7" --timeout 30.5 --output "$work/t.json" --quiet > "$work/l" 2>&1; rc=$?

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# CI after scripts/test.sh (.ci/run): the libFuzzer targets for a bounded time each, then the
+# ASan + UBSan build with the unit, CLI and MPI tests (leaks not checked there, see asan_env).
+# Installs what is missing (Debian 12), prints the time of each step, runs every step even after
+# a failure and exits non-zero if any failed. docs/fuzzing.md, docs/reliability.md.
+#   scripts/ci_extra.sh
+# Environment:
+#   CKPT_CI_FUZZ_SECONDS  seconds per fuzz target (default 60; 0 skips fuzzing)
+#   CKPT_CI_SANITIZE      0 skips the sanitizer build and tests (default 1)
+#   CKPT_CI_ASAN_MPI      0 skips the MPI integration tests under ASan (default 1)
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+cd "$CKPT_ROOT"
+fuzz_secs="${CKPT_CI_FUZZ_SECONDS:-60}"
+sanitize="${CKPT_CI_SANITIZE:-1}"
+asan_mpi="${CKPT_CI_ASAN_MPI:-1}"
+
+# --- step timing ---------------------------------------------------------------------------
+times=()
+t_all=$SECONDS
+fuzz_tmp=""
+report_times() {
+  local rc=$?
+  [ -z "$fuzz_tmp" ] || rm -rf "$fuzz_tmp"
+  echo
+  echo "ci_extra: step times (s)"
+  local line
+  for line in "${times[@]}"; do echo "  $line"; done
+  printf "  %-28s %5d s\n" total $((SECONDS - t_all))
+  [ "$rc" -eq 0 ] || echo "ci_extra: FAILED (exit $rc)"
+}
+trap report_times EXIT
+# step NAME CMD...: runs CMD in a subshell with set -e in force, records its wall time under NAME
+# and sets step_rc to its status (a step never stops this script: set -e would not hold inside CMD
+# if step were called in an `if` or `||`). ok: whether the last step passed.
+step_rc=0
+step() {
+  local name="$1"; shift
+  local t0=$SECONDS
+  echo
+  echo "=== ci_extra: $name"
+  set +e
+  (set -e; "$@")
+  step_rc=$?
+  set -e
+  local how=""
+  [ $step_rc -eq 0 ] || how="  FAILED (exit $step_rc)"
+  times+=("$(printf '%-28s %5d s%s' "$name" $((SECONDS - t0)) "$how")")
+  echo "=== ci_extra: $name: $((SECONDS - t0)) s$how"
+}
+ok() { [ $step_rc -eq 0 ] || { failed=1; return 1; }; }
+
+# --- a. packages ----------------------------------------------------------------------------
+install_missing() {
+  "$CKPT_ROOT/scripts/setup.sh"
+  local p missing=()
+  for p in clang-14 libclang-rt-14-dev make; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$p")
+    fi
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "ci_extra: installing missing packages: ${missing[*]}"
+  local SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo > /dev/null 2>&1 || { echo "ci_extra: need root or sudo to install: ${missing[*]}" >&2; return 1; }
+    SUDO=sudo
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" > /dev/null
+}
+
+# --- b. fuzzing ------------------------------------------------------------------------------
+fuzz_out="$CKPT_ROOT/build-fuzz"
+fuzz_build() { CKPT_FUZZ_DIR="$fuzz_out" bash fuzz/build.sh --build-only all; }
+# fuzz_run TARGET: the checked-in corpus is copied to a temporary directory, so the repository is
+# not modified; a crash leaves its input in build-fuzz/artifacts/, printed here in base64.
+fuzz_run() {
+  local t="$1" rc=0
+  rm -f "$fuzz_out/artifacts/$t-"*
+  CKPT_FUZZ_DIR="$fuzz_out" CKPT_FUZZ_CORPUS="$fuzz_tmp/$t" \
+    bash fuzz/build.sh "$t" "$fuzz_secs" > "$fuzz_tmp/$t.log" 2>&1 || rc=$?
+  # The run's summary, not its thousands of progress lines (all of them on failure).
+  if [ $rc -eq 0 ]; then
+    grep -E '^(INFO: seed corpus|Done |stat::)' "$fuzz_tmp/$t.log" || true
+  else
+    grep -vE '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse)' "$fuzz_tmp/$t.log" | tail -n 200  || true
+    local a
+    for a in "$fuzz_out/artifacts/$t-"*; do
+      [ -e "$a" ] || continue
+      echo "ci_extra: fuzz finding $a ($(stat -c %s "$a") bytes), base64:"
+      head -c 65536 "$a" | base64
+    done
+  fi
+  return $rc
+}
+
+# --- c. sanitizer build and tests --------------------------------------------------------------
+asan_dir="$CKPT_ROOT/build-asan"
+asan_build() {
+  # The directory and options of `scripts/test.sh --sanitize` (either reuses the other's build),
+  # with line tables only (-g1): sanitizer reports keep function, file and line, and the build
+  # is faster than with full debug information.
+  configure_build "$asan_dir" -DCMAKE_BUILD_TYPE=Debug -DCKPT_WERROR=ON -DCKPT_SANITIZE=ON \
+    -DCMAKE_CXX_FLAGS_DEBUG=-g1
+}
+# Leaks are not checked here: every test binary and ckptbench itself call MPI_Init, and what Open
+# MPI keeps at exit is allocated in components it has dlclose()d by then (LeakSanitizer prints
+# "<unknown module>", which no suppression can name). The fuzzers check leaks in the parsers.
+asan_env() {
+  export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+}
+# asan_ctest LABEL [ctest args...]
+asan_ctest() {
+  local label="$1"; shift
+  cd "$asan_dir"
+  asan_env
+  ctest --output-on-failure --timeout 900 -L "$label" "$@"
+}
+
+failed=0
+step "install packages" install_missing
+ok || exit 1
+if [ "$fuzz_secs" != 0 ]; then
+  fuzz_tmp="$(mktemp -d "${TMPDIR:-/tmp}/ckpt-ci-fuzz.XXXXXX")"
+  step "fuzz build" fuzz_build
+  if ok; then
+    step "fuzz config ${fuzz_secs}s" fuzz_run config
+    ok || true
+    step "fuzz safetensors ${fuzz_secs}s" fuzz_run safetensors
+    ok || true
+  fi
+fi
+if [ "$sanitize" != 0 ]; then
+  step "asan build" asan_build
+  if ok; then
+    step "asan unit tests" asan_ctest unit -j "$(jobs_n)"
+    ok || true
+    step "asan cli tests" asan_ctest cli
+    ok || true
+    if [ "$asan_mpi" != 0 ]; then
+      step "asan mpi tests" asan_ctest mpi
+      ok || true
+    fi
+  fi
+fi
+exit $failed
