@@ -1,5 +1,6 @@
 #include "ckptbench/config.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -185,6 +186,60 @@ void set_dotted(json& obj, const std::string& dotted, const json& v) {
   if (child.is_string() && head == "model") child = json{{"name", child}};
   if (!child.is_object()) child = json::object();
   set_dotted(child, dotted.substr(dot + 1), v);
+}
+
+// The override's value: JSON when it parses as JSON, else the text as a string.
+json override_value(const std::string& text, const std::string& what) {
+  if (text.empty()) throw ConfigError(what + ": no value after '='");
+  try {
+    return parse_json_limited(text, what);
+  } catch (const ConfigError&) {
+    const char c = text.front();
+    // Text that looks like JSON but is not is a mistake, not a string.
+    if (c == '[' || c == '{' || c == '"')
+      throw ConfigError(what +
+                        ": the value starts like JSON but is not valid JSON (quote lists "
+                        "for the shell: --set 'sweep.block_size=[\"1M\",\"4M\"]')");
+    return text;
+  }
+}
+
+// Drops `key` from every exclude entry: the entry still applies where it excluded the value the
+// key now has (only its other keys remain), and is dropped where it excluded another value.
+void drop_from_exclude(json& doc, const std::string& key, const json& now,
+                       std::vector<std::string>& notes) {
+  auto ex = doc.find("exclude");
+  if (ex == doc.end() || !ex->is_array()) return;
+  json kept = json::array();
+  for (const auto& e : *ex) {
+    if (!e.is_object()) {
+      kept.push_back(e);
+      continue;
+    }
+    json out = json::object();
+    bool names = false, applies = true;
+    for (auto it = e.begin(); it != e.end(); ++it) {
+      if (canonical_sweep_key(it.key()) == key) {
+        names = true;
+        applies = it.value() == now;
+      } else {
+        out[it.key()] = it.value();
+      }
+    }
+    if (!names) {
+      kept.push_back(e);
+    } else if (applies && !out.empty()) {
+      kept.push_back(out);
+    } else {
+      notes.push_back("exclude entry " + json_excerpt(e) + " dropped: '" + key +
+                      "' is no longer "
+                      "swept");
+    }
+  }
+  if (kept.empty())
+    doc.erase("exclude");
+  else
+    *ex = kept;
 }
 
 // Fills the keys a preset sets, where the point does not set them itself.
@@ -535,6 +590,67 @@ json load_config_file(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_json_limited(ss.str(), "config file '" + path + "'");
+}
+
+std::vector<std::string> apply_overrides(json& doc, const std::vector<std::string>& sets) {
+  std::vector<std::string> notes;
+  if (!sets.empty() && !doc.is_object())
+    throw ConfigError("--set: the config is not a JSON object");
+  for (const auto& s : sets) {
+    const std::string what = "--set '" + text_excerpt(s, 200) + "'";
+    const size_t eq = s.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw ConfigError(what +
+                        ": expected key=value, e.g. --set block_size=4M or --set "
+                        "sweep.queue_depth=[1,8,32]");
+    const std::string key = s.substr(0, eq);
+    const json value = override_value(s.substr(eq + 1), what);
+    if (key.front() == '.' || key.back() == '.' || key.find("..") != std::string::npos)
+      throw ConfigError(what + ": '" + key + "' is not a key path (dots separate keys)");
+    if (key == "sweep" || key == "exclude") {
+      doc[key] = value;
+      continue;
+    }
+    if (key.rfind("sweep.", 0) == 0) {
+      const std::string axis = key.substr(6);
+      json& sw = doc["sweep"];
+      if (!sw.is_object()) sw = json::object();
+      sw[axis] = value;
+      // The top-level key the axis varies gives way (else: "given both").
+      const std::string c = canonical_sweep_key(axis);
+      if (c.find('.') == std::string::npos && doc.contains(c)) {
+        doc.erase(c);
+        notes.push_back("'" + c + "' of the config replaced by the sweep axis of " + what);
+      }
+      continue;
+    }
+    const std::string c = canonical_sweep_key(key);
+    const std::string head = c.substr(0, c.find('.'));
+    if (!is_point_key(c) &&
+        std::find(run_keys().begin(), run_keys().end(), head) == run_keys().end()) {
+      std::string list;
+      for (const auto& k : point_keys()) list += (list.empty() ? "" : ", ") + k;
+      for (const auto& k : run_keys()) list += ", " + k;
+      throw ConfigError(what + ": unknown key '" + text_excerpt(head, 100) + "' (allowed: " + list +
+                        ", and the shorthands tp, pp, dp, zero_stage)");
+    }
+    set_dotted(doc, c, value);
+    // A fixed value wins over the sweep axis of the same key.
+    auto sw = doc.find("sweep");
+    if (sw != doc.end() && sw->is_object()) {
+      for (auto it = sw->begin(); it != sw->end();) {
+        if (canonical_sweep_key(it.key()) == c) {
+          notes.push_back("sweep axis '" + it.key() + "' of the config replaced by " + what);
+          it = sw->erase(it);
+        } else {
+          ++it;
+        }
+      }
+      if (sw->empty()) doc.erase("sweep");
+      drop_from_exclude(doc, c, value, notes);
+    }
+  }
+  return notes;
 }
 
 }  // namespace ckpt

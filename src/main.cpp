@@ -40,12 +40,49 @@ int launcher_rank() {
   return 0;
 }
 
-json load_or_default(const std::string& path) {
-  return path.empty() ? default_config() : load_config_file(path);
+// Command-line changes to the config (`--set`, `--repetitions`), shared by run, plan, validate.
+struct Overrides {
+  std::vector<std::string> sets;
+  int repetitions = 0;  // 0: as the config says
+  // Everything given, in order (--repetitions N as repetitions=N, last).
+  std::vector<std::string> all() const {
+    std::vector<std::string> v = sets;
+    if (repetitions > 0) v.push_back("repetitions=" + std::to_string(repetitions));
+    return v;
+  }
+  void add_to(CLI::App* app) {
+    app->add_option("--set,-s", sets,
+                    "Change one key of the config, repeatable: key=value with a dotted key "
+                    "(model.scale=0.01, io_uring.fixed_buffers=true, tp=4), sweep.<key>=[list] "
+                    "for a sweep axis, sweep={...} or exclude=[...] whole; the value is JSON when "
+                    "it parses as JSON, else a string (block_size=4M). Overrides win over the "
+                    "file: a fixed key removes the sweep axis of the same key. Recorded in the "
+                    "report");
+    app->add_option("--repetitions,-r", repetitions,
+                    "Repetitions of every point (overrides the config's \"repetitions\")")
+        ->check(CLI::Range(1, 100000));
+  }
+};
+
+// The config (the embedded default when path is empty) with the overrides applied; `notes` gets
+// what the overrides removed from the file's sweep.
+json load_config(const std::string& path, const Overrides& ov,
+                 std::vector<std::string>* notes = nullptr) {
+  json doc = path.empty() ? default_config() : load_config_file(path);
+  std::vector<std::string> n = apply_overrides(doc, ov.all());
+  // Printed once: by rank 0 of a job (and by validate and plan, which run alone).
+  if (launcher_rank() == 0)
+    for (const auto& note : n) std::fprintf(stderr, "ckptbench: note: %s\n", note.c_str());
+  if (notes) *notes = n;
+  return doc;
 }
 
-int cmd_validate(const std::string& path) {
-  RunConfig rc = parse_config(load_config_file(path));
+int cmd_validate(const std::string& path, const Overrides& ov) {
+  if (path.empty())
+    throw ConfigError(
+        "validate: no config file; give one (ckptbench validate FILE, or --config "
+        "FILE)");
+  RunConfig rc = parse_config(load_config(path, ov));
   // Model and sharding rules that need no MPI world: check with the virtual world when known.
   for (size_t i = 0; i < rc.points.size(); i++) {
     const auto& p = rc.points[i];
@@ -97,8 +134,9 @@ int cmd_models(bool as_json) {
   return 0;
 }
 
-int cmd_plan(const std::string& path, int world, bool as_json, bool list_files) {
-  RunConfig rc = parse_config(load_or_default(path));
+int cmd_plan(const std::string& path, const Overrides& ov, int world, bool as_json,
+             bool list_files) {
+  RunConfig rc = parse_config(load_config(path, ov));
   json pts = json::array();
   for (size_t i = 0; i < rc.points.size(); i++) {
     const auto& p = rc.points[i];
@@ -177,7 +215,7 @@ int cmd_plan(const std::string& path, int world, bool as_json, bool list_files) 
   return 0;
 }
 
-int cmd_run(const std::string& config_path, RunOptions opt, std::string output,
+int cmd_run(const std::string& config_path, const Overrides& ov, RunOptions opt, std::string output,
             const std::string& dlio_path, double timeout_s) {
   // Before MPI_Init, which sizes shared-memory files too: past `ulimit -f` a call fails with EFBIG
   // and says so, instead of SIGXFSZ ending the rank without a word.
@@ -192,7 +230,8 @@ int cmd_run(const std::string& config_path, RunOptions opt, std::string output,
     RunConfig rc;
     std::string parse_error;
     try {
-      rc = parse_config(load_or_default(config_path));
+      rc = parse_config(load_config(config_path, ov, &opt.override_notes));
+      opt.overrides = ov.all();
       if (timeout_s >= 0) {
         rc.timeout_s = timeout_s;
         rc.resolved["timeout_s"] = timeout_s;  // the report records the limit that applied
@@ -284,8 +323,10 @@ int main(int argc, char** argv) {
 
   std::string config, target, output;
   RunOptions ropt;
+  Overrides run_ov, plan_ov, validate_ov;
   auto* run =
       app.add_subcommand("run", "Run the benchmark (under mpirun/srun) and write a JSON report");
+  run_ov.add_to(run);
   run->add_option(
       "--config,-c", config,
       "JSON config file (default: the embedded default config, see `ckptbench run --dry-run`)");
@@ -314,10 +355,12 @@ int main(int argc, char** argv) {
   run->add_flag("--dry-run", ropt.dry_run,
                 "List the sweep points and the bytes each moves; no I/O");
 
-  std::string vpath;
+  std::string vpath, vconfig;
   auto* validate = app.add_subcommand(
       "validate", "Check a config file; exit 2 with the reason if it is invalid");
-  validate->add_option("file", vpath, "Config file")->required();
+  auto* vfile = validate->add_option("file", vpath, "Config file (or --config FILE)");
+  validate->add_option("--config,-c", vconfig, "Config file")->excludes(vfile);
+  validate_ov.add_to(validate);
 
   std::string ppath;
   int world = 0;
@@ -325,6 +368,7 @@ int main(int argc, char** argv) {
   auto* plan =
       app.add_subcommand("plan", "Show the files and bytes a config would write; no I/O, no MPI");
   plan->add_option("--config,-c", ppath, "Config file (default: the embedded default config)");
+  plan_ov.add_to(plan);
   plan->add_option("--world,-w", world, "Job size in ranks (default: from the config)")
       ->check(CLI::PositiveNumber);
   plan->add_flag("--json", pjson, "Print JSON");
@@ -338,6 +382,9 @@ int main(int argc, char** argv) {
 
   auto* backends =
       app.add_subcommand("backends", "List the I/O backends and whether each works here");
+  bool bjson = false;
+  backends->add_flag("--json", bjson,
+                     "Print JSON: [{name, description, status (\"ok\" or why not)}]");
   auto* defcfg = app.add_subcommand("default-config", "Print the embedded default config");
 
   try {
@@ -355,13 +402,23 @@ int main(int argc, char** argv) {
   try {
     if (*run) {
       ropt.target_override = target;
-      return cmd_run(config, ropt, output, dlio_path, timeout_s);
+      return cmd_run(config, run_ov, ropt, output, dlio_path, timeout_s);
     }
-    if (*validate) return cmd_validate(vpath);
-    if (*plan) return cmd_plan(ppath, world, pjson, pfiles);
+    if (*validate) return cmd_validate(vpath.empty() ? vconfig : vpath, validate_ov);
+    if (*plan) return cmd_plan(ppath, plan_ov, world, pjson, pfiles);
     if (*models) return cmd_models(mjson);
     if (*backends) {
       json j = probe_backends();
+      if (bjson) {
+        json out = json::array();
+        for (const auto& b : backend_registry())
+          out.push_back({{"name", b.name},
+                         {"description", b.description},
+                         {"status", j[b.name].get<std::string>()},
+                         {"usable", j[b.name].get<std::string>() == "ok"}});
+        std::cout << out.dump(2) << "\n";
+        return 0;
+      }
       for (const auto& b : backend_registry()) {
         std::string st = j[b.name].get<std::string>();
         std::printf("%-10s %-4s %s%s\n", b.name.c_str(), st == "ok" ? "ok" : "no",

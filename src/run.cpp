@@ -248,6 +248,8 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
 
   json doc = new_report();
   doc["config"] = cfg.resolved;
+  if (!opt.overrides.empty())
+    doc["overrides"] = {{"set", opt.overrides}, {"notes", opt.override_notes}};
   doc["environment"] = capture_environment(target, comm);
   doc["environment"]["run_dir"] = run_dir;
   doc["environment"]["file_system"] = facts.fs.to_json();

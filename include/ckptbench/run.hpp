@@ -5,6 +5,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "ckptbench/config.hpp"
 
@@ -17,6 +18,9 @@ struct RunOptions {
   bool live = false;            // live progress line on rank 0 (main decides: a terminal)
   bool dry_run = false;         // list points and planned bytes, no I/O
   std::string output;           // report path, checked for writability before any I/O
+  // Command-line overrides as given (--set, --repetitions) and what they removed from the
+  // config's sweep: recorded in the report ("overrides").
+  std::vector<std::string> overrides, override_notes;
   // Called on rank 0 after every repetition with the document as it would stand if the run
   // died now (status "failed", the finished points, the reason "interrupted"). main writes it to
   // the report path, so a killed or interrupted run still leaves a valid, honest document.

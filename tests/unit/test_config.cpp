@@ -247,3 +247,66 @@ TEST(Config, UnknownPresetListsAllowed) {
   d["preset"] = "nemo";
   expect_error(d, {"'preset'", "nemo", "torch-save", "deepspeed", "megatron-dist", "datastates"});
 }
+
+// ---- Command-line overrides (--set) -------------------------------------------------------
+
+TEST(Overrides, ValuesAreJsonElseStrings) {
+  json doc = {{"model", "tiny"}};
+  apply_overrides(doc, {"block_size=4M", "queue_depth=8", "direct=true", "model.scale=0.5",
+                        "io_uring.fixed_buffers=false", "tp=2"});
+  EXPECT_EQ(doc["block_size"], "4M");
+  EXPECT_EQ(doc["queue_depth"], 8);
+  EXPECT_EQ(doc["direct"], true);
+  // A model given by name becomes {"name": ...} to take a nested key.
+  EXPECT_EQ(doc["model"]["name"], "tiny");
+  EXPECT_EQ(doc["model"]["scale"], 0.5);
+  EXPECT_EQ(doc["io_uring"]["fixed_buffers"], false);
+  EXPECT_EQ(doc["parallelism"]["tp"], 2);
+  EXPECT_NO_THROW(parse_config(doc));
+}
+
+TEST(Overrides, FixedKeyRemovesSweepAxisAndAdjustsExclude) {
+  json doc = json::parse(R"({"model": "tiny", "backend": "io_uring",
+    "sweep": {"block_size": ["1M", "4M"], "queue_depth": [1, 8]},
+    "exclude": [{"block_size": "1M", "queue_depth": 1}, {"block_size": "4M", "queue_depth": 8}]})");
+  auto notes = apply_overrides(doc, {"block_size=1M"});
+  EXPECT_FALSE(doc["sweep"].contains("block_size"));
+  EXPECT_EQ(doc["block_size"], "1M");
+  // The entry that excluded 1M still excludes queue depth 1; the one about 4M no longer applies.
+  ASSERT_EQ(doc["exclude"].size(), 1u);
+  EXPECT_EQ(doc["exclude"][0], json({{"queue_depth", 1}}));
+  EXPECT_EQ(notes.size(), 2u);
+  RunConfig rc = parse_config(doc);
+  EXPECT_EQ(rc.points.size(), 1u);  // queue depth 8 only
+  EXPECT_EQ(rc.points[0].queue_depth, 8);
+}
+
+TEST(Overrides, SweepAxisReplacesTopLevelKey) {
+  json doc = {{"model", "tiny"}, {"block_size", "1M"}};
+  apply_overrides(doc, {R"(sweep.block_size=["64K","1M"])", "sweep.io_uring.fixed_buffers=[true]",
+                        "repetitions=3"});
+  EXPECT_FALSE(doc.contains("block_size"));
+  EXPECT_EQ(doc["sweep"]["block_size"].size(), 2u);
+  EXPECT_TRUE(doc["sweep"].contains("io_uring.fixed_buffers"));
+  RunConfig rc = parse_config(doc);
+  EXPECT_EQ(rc.points.size(), 2u);
+  EXPECT_EQ(rc.repetitions, 3);
+}
+
+TEST(Overrides, MalformedOnesNameTheOverride) {
+  json doc = {{"model", "tiny"}};
+  auto msg = [&](const std::string& s) {
+    try {
+      apply_overrides(doc, {s});
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(msg("block_size").find("expected key=value"), std::string::npos);
+  EXPECT_NE(msg("=4M").find("expected key=value"), std::string::npos);
+  EXPECT_NE(msg("block_size=").find("no value"), std::string::npos);
+  EXPECT_NE(msg("a..b=1").find("not a key path"), std::string::npos);
+  EXPECT_NE(msg("blocksize=1M").find("unknown key 'blocksize'"), std::string::npos);
+  EXPECT_NE(msg(R"(sweep.block_size=["1M",)").find("not valid JSON"), std::string::npos);
+}
