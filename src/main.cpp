@@ -292,8 +292,10 @@ int cmd_run(const std::string& config_path, const Overrides& ov, RunOptions opt,
               write_report(s, dlio_path);
             dlio_written = !s.is_null();
           }
+          if (!opt.csv.empty()) write_csv(r.doc, opt.csv);
           if (!opt.quiet) std::printf("\n%s", summary_table(r.doc).c_str());
           std::printf("report: %s\n", output.c_str());
+          if (!opt.csv.empty()) std::printf("CSV: %s\n", opt.csv.c_str());
           if (dlio_written) std::printf("DLIO summary: %s\n", dlio_path.c_str());
         }
       }
@@ -347,6 +349,9 @@ int main(int argc, char** argv) {
                   "Per-point time limit in seconds (overrides the config's timeout_s; 0 = none): a "
                   "point past it is reported as timed out and the sweep stops")
       ->check(CLI::NonNegativeNumber);
+  run->add_option("--csv", ropt.csv,
+                  "Also write a CSV table, one row per point x phase (columns: docs/metrics.md, "
+                  "\"CSV\"); the same as scripts/ckptreport.py csv REPORT");
   run->add_flag("--force", ropt.force, "Allow a target directory that is not empty");
   run->add_flag("--quiet,-q", ropt.quiet, "No progress lines or summary table");
   run->add_flag("--live", ropt.live,

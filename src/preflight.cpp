@@ -19,17 +19,17 @@ namespace ckpt {
 
 using json = nlohmann::json;
 
-void check_output_path(const std::string& output) {
+void check_output_path(const std::string& output, const std::string& option) {
   if (output.empty()) return;
   const std::filesystem::path out(absolute_path(output));
   if (std::filesystem::is_directory(out))
-    throw ConfigError("--output '" + output + "' is a directory; give a file name");
+    throw ConfigError(option + " '" + output + "' is a directory; give a file name");
   // The report must be writable before anything is measured: its directory (or the nearest
   // existing ancestor, where it would be created) must be writable.
   std::filesystem::path parent = out.parent_path();
   while (!parent.empty() && !std::filesystem::exists(parent)) parent = parent.parent_path();
   if (parent.empty() || access(parent.c_str(), W_OK | X_OK) != 0)
-    throw ConfigError("--output '" + output + "': directory '" + parent.string() +
+    throw ConfigError(option + " '" + output + "': directory '" + parent.string() +
                       "' is not writable (" + errno_text(errno) + ")");
 }
 

@@ -110,6 +110,7 @@ uint64_t preflight(const RunConfig& cfg, const RunOptions& opt, const std::strin
     if (opt.dry_run || rank != 0) return;
     check_target(target, opt.force);
     check_output_path(opt.output);
+    check_output_path(opt.csv, "--csv");
   });
   agree(o, m, 0);
   uint64_t need = 0;
@@ -256,6 +257,7 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
   doc["environment"]["backends"] = probe_backends();
   doc["points"] = json::array();
   doc["status"] = "running";
+  if (rank == 0 && !opt.quiet) std::printf("%s", run_header(doc, cfg).c_str());
   for (const LockFile* l : {&output_lock, &target_lock})
     if (!l->stale().empty()) {
       doc["environment"]["stale_locks"].push_back(l->stale());

@@ -56,7 +56,7 @@ nlohmann::json summarize(const nlohmann::json& reps, const char* phase);
 
 // --output must name a file whose directory (or nearest existing ancestor) is writable.
 // Throws ConfigError naming --output.
-void check_output_path(const std::string& output);
+void check_output_path(const std::string& output, const std::string& option = "--output");
 // Plans every point (model, sharding, plan checked up front); returns the bytes the target must
 // hold (the largest point, or all of them with keep). With `prepared`, keeps the plans.
 uint64_t plan_points(const RunConfig& cfg, MPI_Comm comm, std::vector<Prepared>* prepared);

@@ -4,6 +4,9 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
+
+#include "ckptbench/config.hpp"
 
 namespace ckpt {
 
@@ -21,7 +24,16 @@ void write_report(const nlohmann::json& doc, const std::string& path);
 void write_report(const nlohmann::ordered_json& doc, const std::string& path);
 
 // Human summary table of a report (one row per point and phase).
+// The table printed after a run: per point and phase, files, bytes, repetitions, bandwidth
+// (median, min, max, sample stddev over repetitions), median IOPS, metadata ops/s and phase time;
+// parameters in full (a legend above the table when they do not fit a column).
 std::string summary_table(const nlohmann::json& doc);
+// One row per point x phase (docs/metrics.md, "CSV"): csv_columns() in order, header first.
+const std::vector<std::string>& csv_columns();
+std::string csv_table(const nlohmann::json& doc);
+void write_csv(const nlohmann::json& doc, const std::string& path);
+// Printed by rank 0 before the first point: model, world, parallelism, layout, backend, target.
+std::string run_header(const nlohmann::json& doc, const RunConfig& cfg);
 
 // DLIO's summary.json (the file MLPerf Storage's reporting reads) for a one-point report: DLIO's
 // keys, key order and definitions (duration = rank 0's phase time, throughput = payload GiB /

@@ -18,6 +18,7 @@ struct RunOptions {
   bool live = false;            // live progress line on rank 0 (main decides: a terminal)
   bool dry_run = false;         // list points and planned bytes, no I/O
   std::string output;           // report path, checked for writability before any I/O
+  std::string csv;              // --csv path (written by main), checked likewise
   // Command-line overrides as given (--set, --repetitions) and what they removed from the
   // config's sweep: recorded in the report ("overrides").
   std::vector<std::string> overrides, override_notes;
