@@ -1,21 +1,64 @@
-"""Reading ckptbench reports, shared by scripts/plot.py and scripts/compare.py.
+#!/usr/bin/env python3
+"""Reading ckptbench reports, shared by scripts/plot.py and scripts/compare.py; CSV export.
+
+    scripts/ckptreport.py csv REPORT.json [-o FILE]
+
+writes one CSV row per point and phase (columns: CSV_COLUMNS, defined in docs/metrics.md,
+section "CSV"; the same columns as `ckptbench run --csv FILE`).
 
 Defensive on purpose: a report may be partial (a failed or interrupted run), or from an older
 schema; missing values come back as None rather than raising. Standard library only.
 """
 
+import argparse
+import csv
+import importlib.util
 import json
+import math
+import os
 import statistics
+import subprocess
+import sys
 
 PHASES = ("save", "restore")
 # Keys of a config that describe the run rather than a point's I/O pattern.
 RUN_SPECIFIC_KEYS = ("target", "name", "comment", "repetitions", "verify", "keep", "strict",
-                     "timeout_s", "sweep", "exclude")
+                     "timeout_s", "stall_timeout_s", "free_space_check", "sweep", "exclude")
+# The Python whose modules Debian's python3-* packages install.
+SYSTEM_PYTHON = "/usr/bin/python3"
 
 
 class ReportError(Exception):
     pass
 
+
+# ---------------------------------------------------------------- interpreter and modules
+
+def require_module(script, module, install, switch=True):
+    """Returns when this Python can import module. Otherwise re-runs the script under
+    SYSTEM_PYTHON when that one can (switch; once, the environment variable CKPT_PYTHON_SWITCHED
+    stops a second switch), else prints how to get the module (install: the command) and
+    exits 2."""
+    if importlib.util.find_spec(module) is not None:
+        return
+    here = sys.executable or "python3"
+    if (switch and os.environ.get("CKPT_PYTHON_SWITCHED") != "1"
+            and os.access(SYSTEM_PYTHON, os.X_OK) and sys.argv and sys.argv[0]):
+        probe = subprocess.run([SYSTEM_PYTHON, "-c", f"import {module}"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        if probe.returncode == 0:
+            print(f"{script}: {here} cannot import {module}; re-running with {SYSTEM_PYTHON}",
+                  file=sys.stderr)
+            sys.stdout.flush()
+            env = dict(os.environ, CKPT_PYTHON_SWITCHED="1")
+            os.execve(SYSTEM_PYTHON, [SYSTEM_PYTHON, sys.argv[0]] + sys.argv[1:], env)
+    print(f"{script}: error: needs {module}, which {here} cannot import: {install} and run "
+          f"scripts/{script} or {SYSTEM_PYTHON} scripts/{script}; in a virtualenv: "
+          f"pip install {module}", file=sys.stderr)
+    sys.exit(2)
+
+
+# ---------------------------------------------------------------- reading reports
 
 def load_report(path, require_schema=False):
     """The report at path as a dict; ReportError naming the file when it is not one."""
@@ -51,7 +94,22 @@ def num(v):
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
     v = float(v)
-    return v if v == v and abs(v) != float("inf") else None
+    return v if math.isfinite(v) else None
+
+
+def phase_reps(point, phase):
+    """The point's repetitions that hold the phase, as that phase's dicts, in order."""
+    reps = get(point, "repetitions", default=[])
+    if not isinstance(reps, list):
+        return []
+    return [r[phase] for r in reps if isinstance(r, dict) and isinstance(r.get(phase), dict)]
+
+
+def rep_values(point, phase, *path):
+    """The numeric value at path of every repetition of the phase (repetitions lacking it are
+    left out): e.g. rep_values(p, "save", "bandwidth_GiBps")."""
+    vals = [num(get(r, *path)) for r in phase_reps(point, phase)]
+    return [v for v in vals if v is not None]
 
 
 def phase_bandwidth(point, phase):
@@ -63,9 +121,256 @@ def phase_bandwidth(point, phase):
         med = num(s["median"])
         lo, hi = num(s.get("min")), num(s.get("max"))
         return (med if lo is None else lo, med, med if hi is None else hi)
-    vals = [num(get(r, phase, "bandwidth_GiBps")) for r in get(point, "repetitions", default=[])
-            or []]
-    vals = [v for v in vals if v is not None]
+    vals = rep_values(point, phase, "bandwidth_GiBps")
     if not vals:
         return None
     return (min(vals), statistics.median(vals), max(vals))
+
+
+def model_name(point, doc=None):
+    """The model's name from the point's resolved config (else the report's): config.model is
+    a zoo name (string) or an object with 'name'."""
+    for cfg in (get(point, "config"), get(doc, "config")):
+        m = get(cfg, "model")
+        if isinstance(m, str) and m:
+            return m
+        if isinstance(get(m, "name"), str) and m["name"]:
+            return m["name"]
+    return None
+
+
+# ---------------------------------------------------------------- reference tools (fio, IOR)
+
+def _json_in_tool_output(text):
+    """The first JSON object in a tool's output: fio and IOR may print notes before it."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    dec = json.JSONDecoder()
+    start = text.find("{")
+    for _ in range(100):
+        if start < 0:
+            break
+        try:
+            return dec.raw_decode(text, start)[0]
+        except ValueError:
+            start = text.find("{", start + 1)
+    return None
+
+
+def _fio_lines(doc):
+    """fio --output-format=json: jobs[] with read/write {bw_bytes (B/s), io_bytes, runtime (ms)}.
+    Jobs of one group (groupid) run together: their aggregate is the sum of io_bytes over the
+    longest runtime, as fio's "Run status group" line; a lone job gives its bw_bytes."""
+    groups = {}
+    for job in doc["jobs"]:
+        if isinstance(job, dict):
+            groups.setdefault(job.get("groupid", 0), []).append(job)
+    out = []
+    for gid, jobs in groups.items():
+        for direction, phase in (("write", "save"), ("read", "restore")):
+            sides = [get(j, direction) for j in jobs if isinstance(get(j, direction), dict)]
+            if len(sides) == 1:
+                bps = num(sides[0].get("bw_bytes"))
+                if bps is None and num(sides[0].get("bw")) is not None:
+                    bps = num(sides[0]["bw"]) * 1024  # KiB/s
+            else:
+                total = sum(num(s.get("io_bytes")) or 0 for s in sides)
+                longest = max([num(s.get("runtime")) or 0 for s in sides] or [0])
+                bps = total / (longest / 1000) if longest > 0 else None
+            if not bps:
+                continue
+            name = jobs[0].get("jobname")
+            suffix = f" ({name})" if len(groups) > 1 and isinstance(name, str) else ""
+            out.append({"tool": "fio", "phase": phase, "GiBps": bps / 2**30,
+                        "label": f"fio {direction} {bps / 2**30:.2f} GiB/s{suffix}"})
+    return out
+
+
+def _ior_lines(doc):
+    """ior -O summaryFormat=JSON: summary[] with operation write/read, bwMeanMIB and bwMaxMIB
+    (MiB/s over the test's repetitions; hpc/ior src/ior-output.c). The mean is drawn."""
+    entries = [e for e in doc["summary"] if isinstance(e, dict)]
+    out = []
+    for e in entries:
+        op = e.get("operation")
+        phase = {"write": "save", "read": "restore"}.get(op)
+        mib, what = num(e.get("bwMeanMIB")), "mean"
+        if mib is None:
+            mib, what = num(e.get("bwMaxMIB")), "max"
+        if phase is None or not mib:
+            continue
+        test = f", test {e['TestID']}" if len(entries) > 2 and "TestID" in e else ""
+        out.append({"tool": "IOR", "phase": phase, "GiBps": mib / 1024,
+                    "label": f"IOR {op} {mib / 1024:.2f} GiB/s ({what}{test})"})
+    return out
+
+
+def load_reference(path):
+    """Reference bandwidths from a fio JSON output (fio --output-format=json) or an IOR JSON
+    output (ior -O summaryFormat=JSON): a list of {tool, phase ('save' for writes, 'restore'
+    for reads), GiBps, label}. ReportError naming the file when it is neither or holds none."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError as e:
+        raise ReportError(f"{path}: cannot read ({e.strerror or e})") from e
+    doc = _json_in_tool_output(text)
+    if isinstance(doc, dict) and isinstance(doc.get("jobs"), list):
+        lines = _fio_lines(doc)
+    elif isinstance(doc, dict) and isinstance(doc.get("summary"), list):
+        lines = _ior_lines(doc)
+    else:
+        raise ReportError(f"{path}: not a fio JSON output (jobs[]) nor an IOR JSON output "
+                          "(summary[])")
+    if not lines:
+        raise ReportError(f"{path}: no write or read bandwidth in it")
+    return lines
+
+
+# ---------------------------------------------------------------- CSV
+
+CSV_COLUMNS = ("point", "phase", "status", "params", "model", "world", "layout", "backend",
+               "direct", "block_size", "queue_depth", "repetitions", "bytes", "files",
+               "bw_GiBps_min", "bw_GiBps_median", "bw_GiBps_max", "bw_GiBps_mean",
+               "bw_GiBps_stddev", "elapsed_s_median", "iops_median", "meta_ops_per_s_median",
+               "lat_p50_us_median", "lat_p99_us_median", "straggler_ratio_median")
+
+
+def _integer(v):
+    """v as an int when it is a whole number, else None."""
+    n = num(v)
+    return int(n) if n is not None and n == int(n) else None
+
+
+def _median(vals):
+    return statistics.median(vals) if vals else None
+
+
+def _mean_stddev(vals):
+    """Mean and sample standard deviation (n - 1; None below 2 values), summed left to right
+    in the textbook two-pass way, so that ckptbench's own --csv (C++) gives the same digits."""
+    if not vals:
+        return None, None
+    total = 0.0
+    for v in vals:
+        total += v
+    mean = total / len(vals)
+    if len(vals) < 2:
+        return mean, None
+    ss = 0.0
+    for v in vals:
+        ss += (v - mean) * (v - mean)
+    return mean, math.sqrt(ss / (len(vals) - 1))
+
+
+def _param_value(v):
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (bool, int, float)) or v is None:
+        return csv_cell(v)
+    return json.dumps(v, sort_keys=True, separators=(",", ":"))
+
+
+def csv_cell(v):
+    """A value as written in the CSV: empty when missing, true/false, integers as such, floats
+    with Python's shortest round-trip form (str)."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return str(v) if math.isfinite(v) else ""
+    return str(v)
+
+
+def csv_rows(doc):
+    """One dict per point and phase (keys: CSV_COLUMNS), in report order, save before restore."""
+    world = _integer(get(doc, "environment", "ranks"))
+    rows = []
+    for i, p in enumerate(doc.get("points") or []):
+        if not isinstance(p, dict):
+            continue
+        cfg = p.get("config") if isinstance(p.get("config"), dict) else {}
+        params = p.get("params") if isinstance(p.get("params"), dict) else {}
+        direct = cfg.get("direct")
+        for phase in PHASES:
+            reps = phase_reps(p, phase)
+            bw = rep_values(p, phase, "bandwidth_GiBps")
+            mean, stddev = _mean_stddev(bw)
+            first = reps[0] if reps else {}
+            rows.append({
+                "point": _integer(p.get("index")) or i + 1,
+                "phase": phase,
+                "status": p.get("status") if isinstance(p.get("status"), str) else None,
+                "params": ";".join(f"{k}={_param_value(v)}" for k, v in params.items()),
+                "model": model_name(p, doc),
+                "world": world,
+                "layout": cfg.get("layout") if isinstance(cfg.get("layout"), str) else None,
+                "backend": cfg.get("backend") if isinstance(cfg.get("backend"), str) else None,
+                "direct": direct if isinstance(direct, bool) else None,
+                "block_size": _integer(cfg.get("block_size")),
+                "queue_depth": _integer(cfg.get("queue_depth")),
+                "repetitions": len(reps),
+                "bytes": _integer(first.get("bytes")),
+                "files": _integer(first.get("files")),
+                "bw_GiBps_min": min(bw) if bw else None,
+                "bw_GiBps_median": _median(bw),
+                "bw_GiBps_max": max(bw) if bw else None,
+                "bw_GiBps_mean": mean,
+                "bw_GiBps_stddev": stddev,
+                "elapsed_s_median": _median(rep_values(p, phase, "elapsed_s")),
+                "iops_median": _median(rep_values(p, phase, "iops")),
+                "meta_ops_per_s_median": _median(rep_values(p, phase, "metadata_ops_per_s")),
+                "lat_p50_us_median": _median(rep_values(p, phase, "latency", "p50_us")),
+                "lat_p99_us_median": _median(rep_values(p, phase, "latency", "p99_us")),
+                "straggler_ratio_median": _median(rep_values(p, phase, "straggler_ratio")),
+            })
+    return rows
+
+
+def write_csv(doc, out):
+    """Writes the report doc as CSV to the text stream out (opened with newline=""): header
+    row, then csv_rows(doc); the csv module's defaults (RFC 4180 quoting, lines end in CRLF)."""
+    w = csv.writer(out)
+    w.writerow(CSV_COLUMNS)
+    for row in csv_rows(doc):
+        w.writerow([csv_cell(row[c]) for c in CSV_COLUMNS])
+
+
+# ---------------------------------------------------------------- command line
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        prog="ckptreport.py",
+        description="Tools over ckptbench JSON reports (the reading shared by plot.py and "
+        "compare.py).")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    c = sub.add_parser("csv", help="one CSV row per point and phase (columns: docs/metrics.md, "
+                       "section CSV)",
+                       description="Write one CSV row per point and phase; the columns are "
+                       + ",".join(CSV_COLUMNS) + " (docs/metrics.md, section CSV).")
+    c.add_argument("report", metavar="REPORT.json")
+    c.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    a = ap.parse_args(argv)
+    try:
+        doc = load_report(a.report, require_schema=True)
+    except ReportError as e:
+        print(f"ckptreport.py: error: {e}", file=sys.stderr)
+        return 2
+    if a.output:
+        try:
+            with open(a.output, "w", encoding="utf-8", newline="") as f:
+                write_csv(doc, f)
+        except OSError as e:
+            print(f"ckptreport.py: error: {a.output}: cannot write ({e.strerror or e})",
+                  file=sys.stderr)
+            return 2
+    else:
+        write_csv(doc, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Compare ckptbench reports point by point.
 
     scripts/compare.py A.json B.json [C.json ...] [--match auto|config|params] [--json]
@@ -6,25 +6,42 @@
 A is the baseline. Points are matched on their resolved config minus run-specific keys (the same
 I/O pattern), or, with --match params, on the swept parameters; --match auto (default) tries the
 config first and falls back to params for points left over. For each matched point and phase
-(save, restore) the table shows each report's median bandwidth with its min..max over
-repetitions, the ratio B/A of the medians, and a flag when the ranges do not overlap:
-  '+'  B is faster beyond the repetitions' spread (B's min above A's max)
-  '-'  B is slower beyond the spread (B's max below A's min)
-With a single repetition the range is a single value, so every difference is flagged.
+(save, restore) the table shows each report's median bandwidth with its min..max and the number
+of repetitions n, the ratio X/A of the medians, and whether X differs from A by a statistical
+test: Welch's t-test (two-sided, unequal variances) on the per-repetition bandwidths, threshold
+p < 0.05 (ALPHA). '+' after a ratio: faster, '-': slower, at that threshold.
+
+The test needs at least MIN_REPS = 3 repetitions on each side: it estimates each side's spread
+from its own repetitions, and 2 values give an estimate too unstable to judge (1 gives none).
+With fewer the verdict is "not enough repetitions to judge" and nothing is flagged. At p < 0.05
+about 1 in 20 comparisons of identical setups is flagged by chance; the text output says how
+many to expect when it tested several. Repetitions of one run share the machine's state, so a
+difference that matters should hold on a re-run.
 
 Exit status: 0 when the comparison was printed (also when nothing matched), 2 on an unreadable
 file, a document that is not a ckptbench report, or reports of different schema_version.
-Standard library only.
+Standard library only (and scripts/ckptreport.py next to this script).
 """
 
 import argparse
 import json
+import math
 import os
+import statistics
 import sys
 
-from ckptreport import PHASES, RUN_SPECIFIC_KEYS, num
-from ckptreport import ReportError as Fail
-from ckptreport import load_report, phase_bandwidth as bandwidth
+try:
+    from ckptreport import PHASES, RUN_SPECIFIC_KEYS, num, rep_values
+    from ckptreport import ReportError as Fail
+    from ckptreport import load_report, phase_bandwidth as bandwidth
+except ImportError:
+    print("compare.py: error: needs ckptreport.py from the same directory (scripts/); run "
+          "scripts/compare.py from the ckptbench source tree", file=sys.stderr)
+    sys.exit(2)
+
+TEST_NAME = "Welch's t-test"
+ALPHA = 0.05
+MIN_REPS = 3
 
 
 def load(path):
@@ -94,20 +111,94 @@ def match(base_pts, other_pts, mode):
     return out, how, [q for j, q in enumerate(other_pts) if j not in used]
 
 
-def flag(a, b):
-    if a is None or b is None:
-        return ""
-    if b[0] > a[2]:
-        return "+"
-    if b[2] < a[0]:
-        return "-"
-    return ""
+# ---------------------------------------------------------------- statistics
+
+def _betacf(a, b, x):
+    """Continued fraction of the incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 500):
+        for aa in (m * (b - m) * x / ((a - 1.0 + 2 * m) * (a + 2 * m)),
+                   -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 1.0 + 2 * m))):
+            d = 1.0 + aa * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + aa / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return h
 
 
-def fmt_bw(t):
+def betainc(a, b, x):
+    """Regularized incomplete beta function I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x)
+                     + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def welch(xs, ys):
+    """Welch's t-test of the means of xs and ys (unequal variances), two-sided: (t, df, p).
+    Both need 2 or more values. Without any spread on either side, p is 0 when the means
+    differ and 1 when they are equal."""
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    vx, vy = statistics.variance(xs) / len(xs), statistics.variance(ys) / len(ys)
+    if vx + vy == 0.0:
+        return (math.copysign(math.inf, my - mx) if my != mx else 0.0, math.nan,
+                0.0 if my != mx else 1.0)
+    t = (my - mx) / math.sqrt(vx + vy)
+    df = (vx + vy) ** 2 / (vx ** 2 / (len(xs) - 1) + vy ** 2 / (len(ys) - 1))
+    return t, df, betainc(df / 2.0, 0.5, df / (df + t * t))
+
+
+def judge(xs, ys):
+    """The verdict on ys against the baseline xs (per-repetition bandwidths)."""
+    v = {"name": TEST_NAME, "alpha": ALPHA, "n": [len(xs), len(ys)], "p": None, "t": None,
+         "df": None, "verdict": "not enough repetitions", "flag": ""}
+    if len(xs) < MIN_REPS or len(ys) < MIN_REPS:
+        return v
+    t, df, p = welch(xs, ys)
+    v.update(p=p, t=t if math.isfinite(t) else None, df=df if math.isfinite(df) else None)
+    if p < ALPHA:
+        faster = statistics.fmean(ys) > statistics.fmean(xs)
+        v.update(verdict="faster" if faster else "slower", flag="+" if faster else "-")
+    else:
+        v["verdict"] = "no difference shown"
+    return v
+
+
+def fmt_p(p):
+    """p with 3 significant digits, more where rounding would cross the threshold."""
+    for digits in (3, 6, 12):
+        s = f"{p:.{digits}g}"
+        if (float(s) < ALPHA) == (p < ALPHA):
+            return s
+    return repr(p)
+
+
+def verdict_text(v):
+    na, nb = v["n"]
+    if v["p"] is None:
+        return f"not enough repetitions to judge (n={na} vs n={nb}; need >= {MIN_REPS} each)"
+    if v["flag"]:
+        return f"significantly {v['verdict']} (p={fmt_p(v['p'])} < {ALPHA:g}, n={na} vs n={nb})"
+    return f"no significant difference (p={fmt_p(v['p'])} >= {ALPHA:g}, n={na} vs n={nb})"
+
+
+# ---------------------------------------------------------------- output
+
+def fmt_bw(t, n):
     if t is None:
         return "-"
-    return f"{t[1]:.3f} ({t[0]:.3f}..{t[2]:.3f})"
+    return f"{t[1]:.3f} ({t[0]:.3f}..{t[2]:.3f}) n={n}"
 
 
 def ratio(a, b):
@@ -116,10 +207,23 @@ def ratio(a, b):
     return b[1] / a[1]
 
 
+def no_match_hint(mode):
+    """Why nothing matched, suggesting only a --match mode that could match more than mode."""
+    if mode == "config":
+        return ("no matching points: no point has the same resolved config as a point of A "
+                "(--match auto also matches on the swept params)")
+    if mode == "params":
+        return ("no matching points: no point has the same swept params as a point of A "
+                "(--match auto also matches on the resolved config)")
+    return ("no matching points: no point has the same resolved config or the same swept "
+            "params as a point of A")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(
         description="Compare ckptbench reports point by point: median save/restore bandwidth "
-        "side by side, ratios against the first report, flags beyond the repetitions' spread.")
+        f"side by side, ratios against the first report, and {TEST_NAME} (p < {ALPHA:g}) on "
+        f"the repetitions (needs >= {MIN_REPS} repetitions per side).")
     ap.add_argument("reports", nargs="+", metavar="REPORT.json",
                     help="two or more reports; the first is the baseline A")
     ap.add_argument("--match", choices=("auto", "config", "params"), default="auto",
@@ -160,21 +264,29 @@ def main(argv=None):
             continue
         row = {"point": point_label(p), "index": p.get("index", i + 1), "phases": {}}
         for phase in PHASES:
+            a_vals = rep_values(p, phase, "bandwidth_GiBps")
             a_bw = bandwidth(p, phase)
-            cols = [{"report": letters[0], "bandwidth_GiBps": a_bw}]
+            cols = [{"report": letters[0], "bandwidth_GiBps": a_bw, "n": len(a_vals)}]
             for k, m in enumerate(matches):
                 q = m[i]
+                b_vals = rep_values(q, phase, "bandwidth_GiBps") if q is not None else []
                 b_bw = bandwidth(q, phase) if q is not None else None
-                cols.append({"report": letters[k + 1], "bandwidth_GiBps": b_bw,
-                             "ratio": ratio(a_bw, b_bw), "flag": flag(a_bw, b_bw),
-                             "matched_on": hows[k][i]})
+                test = judge(a_vals, b_vals) if a_bw is not None and b_bw is not None else None
+                cols.append({"report": letters[k + 1], "bandwidth_GiBps": b_bw, "n": len(b_vals),
+                             "ratio": ratio(a_bw, b_bw), "flag": test["flag"] if test else "",
+                             "test": test, "matched_on": hows[k][i]})
             row["phases"][phase] = cols
         rows.append(row)
+    tests = [c["test"] for r in rows for cols in r["phases"].values() for c in cols[1:]
+             if c.get("test") and c["test"]["p"] is not None]
 
     if a.json:
         def tj(t):
             return None if t is None else {"min": t[0], "median": t[1], "max": t[2]}
-        out = {"reports": dict(zip(letters, a.reports)), "schema_version": v0, "points": []}
+        out = {"reports": dict(zip(letters, a.reports)), "schema_version": v0,
+               "test": {"name": TEST_NAME, "sided": "two", "alpha": ALPHA,
+                        "min_repetitions": MIN_REPS, "on": "per-repetition bandwidth_GiBps"},
+               "points": []}
         for r in rows:
             pr = {"point": r["point"], "index": r["index"]}
             for phase, cols in r["phases"].items():
@@ -189,24 +301,38 @@ def main(argv=None):
 
     for L, n in zip(letters, names):
         print(f"{L}: {n}")
-    print("bandwidth in GiB/s: median (min..max over repetitions); ratio = X/A of the medians; "
-          "'+'/'-' = faster/slower beyond the repetitions' spread")
+    print("bandwidth in GiB/s: median (min..max) over n repetitions; ratio = X/A of the medians")
+    print(f"test: {TEST_NAME} (two-sided) on the per-repetition bandwidths, threshold "
+          f"p < {ALPHA:g}; '+'/'-' after a ratio = faster/slower at that threshold; needs >= "
+          f"{MIN_REPS} repetitions on each side (fewer give no usable estimate of the spread)")
     if not rows:
-        print("no matching points (try --match params)")
+        print(no_match_hint(a.match))
+    width = max([len(fmt_bw(c["bandwidth_GiBps"], c["n"])) for r in rows
+                 for cols in r["phases"].values() for c in cols] + [12]) + 2
     for r in rows:
         how = {c.get("matched_on") for cols in r["phases"].values() for c in cols[1:]} - {None}
         note = "  (matched on params: the configs differ)" if "params" in how else ""
         print(f"\n[{r['index']}] {r['point']}{note}")
-        head = f"  {'phase':<8}" + "".join(f"{L + ' GiB/s':>26}" for L in letters) + "".join(
+        head = f"  {'phase':<8}" + "".join(f"{L + ' GiB/s':>{width}}" for L in letters) + "".join(
             f"{L + '/A':>10}" for L in letters[1:])
         print(head)
         for phase, cols in r["phases"].items():
-            line = f"  {phase:<8}" + "".join(f"{fmt_bw(c['bandwidth_GiBps']):>26}" for c in cols)
+            line = f"  {phase:<8}" + "".join(f"{fmt_bw(c['bandwidth_GiBps'], c['n']):>{width}}"
+                                             for c in cols)
             for c in cols[1:]:
                 rt = c["ratio"]
                 cell = "-" if rt is None else f"{rt:.3f}{c['flag'] or ' '}"
                 line += f"{cell:>10}"
+            verdicts = [(c["report"], verdict_text(c["test"])) for c in cols[1:] if c["test"]]
+            if len(cols) == 2 and verdicts:
+                line += "  " + verdicts[0][1]
+            elif verdicts:
+                line += "  " + "; ".join(f"{L}: {t}" for L, t in verdicts)
             print(line)
+    if len(tests) > 1:
+        hits = sum(1 for t in tests if t["flag"])
+        print(f"\n{hits} of {len(tests)} tested differences have p < {ALPHA:g}; if no setup "
+              f"differed, about {len(tests) * ALPHA:.1f} would by chance alone")
     for k, left in enumerate(leftovers):
         if left:
             print(f"\n{letters[k + 1]} points with no match in A: "

@@ -15,7 +15,7 @@ source "$(dirname "$0")/common.sh"
 if [ -n "${CKPT_BINARY:-}" ]; then
   BIN="$CKPT_BINARY"
 else
-  "$CKPT_ROOT/scripts/setup.sh"
+  "$CKPT_ROOT/scripts/setup.sh" --with-plots
   configure_build "$CKPT_ROOT/build" -DCMAKE_BUILD_TYPE=Release
   BIN="$CKPT_ROOT/build/ckptbench"
 fi

@@ -1,31 +1,61 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Draw figures from one or more ckptbench reports.
 
     scripts/plot.py REPORT.json [REPORT.json ...] --out DIR [--format png,svg]
+                    [--reference FIO_OR_IOR.json ...]
 
 Figures (each skipped, with a one-line note, when the reports hold no data for it):
   bandwidth_vs_block_size   median save/restore bandwidth vs transfer size, one line per
-                            backend (and per any other key that varies), min..max as error bars
+                            backend (and per any other key that varies), min..max as error
+                            bars; with more than 6 lines per panel, one row of panels per
+                            value of the leading keys (small multiples)
   heatmap_qd_block_size     queue depth x block size, median bandwidth in each cell
-  layouts                   layouts side by side (bars: median, whiskers: min..max)
-  stripes                   Lustre stripe_count/stripe_size settings side by side
+  layouts                   layouts side by side (bars: median, whiskers: min..max; a heatmap
+                            instead of bars when more than 8 series would share the panel)
+  stripes                   Lustre stripe_count/stripe_size settings side by side (likewise)
+  bandwidth_points          median bandwidth of every point (drawn only when none of the three
+                            figures above applies, so that every report gets a bandwidth figure)
   rank_times                per-rank phase time of every repetition (stragglers)
-  latency                   transfer latency percentiles (p50 .. max) per point
+  latency                   transfer latency percentiles (p50 .. max) per point: lines up to 15
+                            points, a heatmap (point x percentile) from 16 points on
 
+--reference FILE (repeatable) draws the bandwidth of a fio JSON output (fio
+--output-format=json: jobs[].write/read.bw_bytes) or an IOR JSON output (ior -O
+summaryFormat=JSON: summary[].bwMeanMIB per operation) as a labelled line ("fio write 1.23
+GiB/s") on the bandwidth figures: writes on the save panels, reads on the restore panels.
+
+Inputs that are not ckptbench reports (unreadable, not JSON, another tool's JSON) are skipped
+with a warning naming the file; the exit status is 2 only when no input is a report.
 Several reports are pooled: a point's series label then includes the report's name
-(config.name, else the file name). Python 3 and matplotlib only (Debian: python3-matplotlib).
+(config.name, else the file name). Python 3 and matplotlib (Debian: python3-matplotlib, or
+scripts/setup.sh --with-plots); when the python3 running it lacks matplotlib and
+/usr/bin/python3 has it, the script re-runs itself with /usr/bin/python3.
 """
 
 import argparse
 import json
 import os
 import sys
-import textwrap
 
-from ckptreport import PHASES, RUN_SPECIFIC_KEYS, ReportError, get, load_report, num, \
-    phase_bandwidth
+try:
+    from ckptreport import PHASES, RUN_SPECIFIC_KEYS, ReportError, get, load_reference, \
+        load_report, num, phase_bandwidth, require_module
+except ImportError:
+    print("plot.py: error: needs ckptreport.py from the same directory (scripts/); run "
+          "scripts/plot.py from the ckptbench source tree", file=sys.stderr)
+    sys.exit(2)
 
 BACKEND_SECTIONS = ("posix", "io_uring", "mpiio", "hdf5")
+# Lines per panel before bandwidth_vs_block_size splits into rows of panels, rows at most.
+MAX_SERIES = 6
+MAX_FACETS = 12
+# Bars per category before layouts/stripes become a heatmap.
+MAX_BAR_SERIES = 8
+# Points drawn as latency lines (more: a heatmap), as vertical rank-time boxes (more: horizontal).
+MAX_LATENCY_LINES = 15
+MAX_VERTICAL_BOXES = 16
+# Rows of the tall figures (rank_times, latency heatmap, bandwidth_points).
+MAX_ROWS = 80
 # Short names for legend labels.
 SHORT = {"queue_depth": "QD", "block_size": "bs", "parallelism.tp": "TP", "parallelism.pp": "PP",
          "parallelism.dp": "DP", "parallelism.zero_stage": "ZeRO", "stripe_count": "stripes",
@@ -43,6 +73,11 @@ def flatten(obj, prefix=""):
         return out
     out[prefix[:-1]] = tuple(obj) if isinstance(obj, list) else obj
     return out
+
+
+def short(s, width=40):
+    """s cut to width characters (an ellipsis marks the cut)."""
+    return s if len(s) <= width else s[:width - 1] + "…"
 
 
 def fmt_bytes(n):
@@ -96,9 +131,7 @@ class Report:
         self.doc = doc
         name = get(doc, "config", "name")
         self.name = name if isinstance(name, str) and name else ""
-        self.label = self.name or os.path.splitext(os.path.basename(path))[0]
-        c = get(doc, "config", "comment")
-        self.comment = c if isinstance(c, str) else ""
+        self.label = short(self.name or os.path.splitext(os.path.basename(path))[0])
         self.points = []
         self.skipped = 0
         for i, p in enumerate(doc.get("points") or []):
@@ -170,34 +203,43 @@ def group_by(points, keys):
 
 # ---------------------------------------------------------------- figures
 
+def fmt_us(v):
+    """A latency in µs for a heatmap cell: 394, 1.2k, 39k."""
+    if v >= 9999.5:
+        return f"{v / 1000:.0f}k"
+    if v >= 999.5:
+        return f"{v / 1000:.1f}k"
+    return f"{v:.0f}" if v >= 9.95 else f"{v:.1f}"
+
+
 class Plotter:
-    def __init__(self, reports, out, formats):
+    def __init__(self, reports, refs, out, formats):
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.colors import LogNorm, Normalize
         self.plt = plt
+        self.norms = {True: LogNorm, False: Normalize}
         self.reports = reports
+        self.refs = refs
         self.points = [p for r in reports for p in r.points]
         self.out = out
         self.formats = formats
         self.written = []
         names = [r.label for r in reports]
         self.title = " vs ".join(names) if len(names) <= 3 else f"{len(names)} reports"
-        self.comment = reports[0].comment if len(reports) == 1 else ""
 
     def note(self, msg):
         print(f"plot.py: {msg}")
 
+    def figure(self, rows, cols, size, **kw):
+        """A figure with a rows x cols grid of axes (always 2-D) and constrained layout, which
+        keeps titles, colour bars and legends outside the axes inside the figure."""
+        return self.plt.subplots(rows, cols, figsize=size, squeeze=False,
+                                 constrained_layout=True, **kw)
+
     def finish(self, fig, name, what):
-        sup = f"{self.title}: {what}"
-        if self.comment:
-            lines = textwrap.wrap(self.comment, 110)
-            if len(lines) > 3:
-                lines = lines[:3]
-                lines[2] += " ..."
-            sup += "\n" + "\n".join(lines)
-        fig.suptitle(sup, fontsize=9 if self.comment else 11)
-        fig.tight_layout()
+        fig.suptitle(f"{self.title}: {what}", fontsize=11)
         for fmt in self.formats:
             path = os.path.join(self.out, f"{name}.{fmt}")
             fig.savefig(path, dpi=110)
@@ -207,42 +249,121 @@ class Plotter:
     def series_keys(self, exclude):
         return varying_keys(self.points, exclude=exclude)
 
+    def point_labels(self):
+        keys = varying_keys(self.points)
+        return {id(p): f"#{p.index} " + label_of(p, ["backend", "layout"]) if not keys
+                else label_of(p, keys) for p in self.points}
+
+    def phase_refs(self, phase):
+        return [r for r in self.refs if r["phase"] == phase]
+
+    def draw_refs(self, ax, phase, axis="y"):
+        """The phase's reference bandwidths as labelled lines across ax; axis: the axis that
+        holds bandwidth (y: horizontal lines, x: vertical lines)."""
+        refs = self.phase_refs(phase)
+        for i, r in enumerate(refs):
+            style = {"color": "black" if r["tool"] == "fio" else "dimgray", "linewidth": 1.2,
+                     "linestyle": ("--", ":", "-.")[i % 3], "zorder": 1}
+            if axis == "y":
+                ax.axhline(r["GiBps"], **style)
+                ax.text(0.99, r["GiBps"], r["label"], transform=ax.get_yaxis_transform(),
+                        ha="right", va="bottom", fontsize=7)
+            else:
+                ax.axvline(r["GiBps"], **style)
+                ax.text(r["GiBps"], 0.99, r["label"], transform=ax.get_xaxis_transform(),
+                        ha="right", va="top", rotation=90, fontsize=7)
+        if refs:
+            top = max(r["GiBps"] for r in refs) * 1.12
+            lo, hi = ax.get_ylim() if axis == "y" else ax.get_xlim()
+            (ax.set_ylim if axis == "y" else ax.set_xlim)(lo, max(hi, top))
+
+    def heat(self, fig, ax, grid, xlabels, ylabels, vmin, vmax, bar_label, fmt, log=False,
+             origin="upper"):
+        """grid (rows of values, NaN = no data) as a heatmap with each cell's value written in
+        it and a colour bar labelled bar_label."""
+        norm = self.norms[log](vmin=vmin, vmax=vmax)
+        im = ax.imshow(grid, origin=origin, aspect="auto", cmap="viridis", norm=norm)
+        ax.set_xticks(range(len(xlabels)))
+        ax.set_xticklabels(xlabels, fontsize=8)
+        ax.set_yticks(range(len(ylabels)))
+        ax.set_yticklabels(ylabels, fontsize=7 if len(ylabels) > 20 else 8)
+        size = 6 if len(ylabels) > 30 or len(xlabels) > 8 else 8
+        for i, row in enumerate(grid):
+            for j, v in enumerate(row):
+                if v == v:
+                    ax.text(j, i, fmt(v), ha="center", va="center", fontsize=size,
+                            color="black" if norm(v) > 0.6 else "white")
+        cb = fig.colorbar(im, ax=ax)
+        cb.set_label(bar_label)
+        return cb
+
+    def heat_refs(self, cb, phase, vmax):
+        """Reference bandwidths as red lines on a bandwidth colour bar (0..vmax), named in its
+        label; the scale stays the data's, so a reference above it is only named."""
+        refs = self.phase_refs(phase)
+        names = []
+        for r in refs:
+            if r["GiBps"] <= vmax:
+                cb.ax.axhline(r["GiBps"], color="red", linewidth=2)
+                names.append(r["label"])
+            else:
+                names.append(f"{r['label']} (above the scale)")
+        if refs:
+            cb.set_label(cb.ax.get_ylabel() + "\nred line: " + "; ".join(names), fontsize=8)
+
     def bandwidth_vs_block_size(self):
         name = "bandwidth_vs_block_size"
-        sizes = {p.value("block_size") for p in self.points}
+        sizes = sorted({num(p.value("block_size")) for p in self.points} - {None})
         if len(sizes) < 2:
             self.note(f"skipped {name}: the points do not vary block_size")
-            return
+            return False
         keys = self.series_keys(exclude=("block_size",))
         # Backend first: "bandwidth vs block size per backend".
         if "backend" in keys:
             keys.remove("backend")
             keys.insert(0, "backend")
-        fig, axes = self.plt.subplots(1, 2, figsize=(12, 4.8), sharey=False)
-        for ax, phase in zip(axes, PHASES):
-            for grp in group_by(self.points, keys):
-                pts = sorted((p for p in grp if p.summary[phase]),
-                             key=lambda p: num(p.value("block_size")) or 0)
-                if not pts:
-                    continue
-                x = [num(p.value("block_size")) for p in pts]
-                y = [p.summary[phase]["median"] for p in pts]
-                lo = [p.summary[phase]["median"] - p.summary[phase]["min"] for p in pts]
-                hi = [p.summary[phase]["max"] - p.summary[phase]["median"] for p in pts]
-                ax.errorbar(x, y, yerr=[lo, hi], marker="o", capsize=3,
-                            label=label_of(pts[0], keys))
-            ax.set_xscale("log", base=2)
-            xs = sorted(num(s) for s in sizes if num(s) is not None)
-            ax.set_xticks(xs)
-            ax.set_xticklabels([fmt_bytes(s) for s in xs])
-            ax.set_xlabel("block size (bytes per transfer)")
-            ax.set_ylabel(f"{phase} bandwidth (GiB/s)")
-            ax.set_ylim(bottom=0)
-            ax.set_title(f"{phase}: median over repetitions, bars = min..max")
-            ax.grid(True, alpha=0.3)
+        # Small multiples: the leading keys become rows of panels until a panel has at most
+        # MAX_SERIES lines.
+        facet_keys = []
+        while keys and max(len(group_by(f, keys))
+                           for f in group_by(self.points, facet_keys)) > MAX_SERIES:
+            facet_keys.append(keys.pop(0))
+        facets = group_by(self.points, facet_keys)
+        if len(facets) > MAX_FACETS:
+            self.note(f"{name}: {len(facets)} rows of panels; drawing the first {MAX_FACETS}")
+            facets = facets[:MAX_FACETS]
+        fig, axes = self.figure(len(facets), 2, (13, 3.4 * len(facets) + 1.0), sharex=True,
+                                sharey="col")
+        for row, fpts in enumerate(facets):
+            facet = label_of(fpts[0], facet_keys) + ": " if facet_keys else ""
+            for col, phase in enumerate(PHASES):
+                ax = axes[row][col]
+                for grp in group_by(fpts, keys):
+                    pts = sorted((p for p in grp if p.summary[phase]),
+                                 key=lambda p: num(p.value("block_size")) or 0)
+                    if not pts:
+                        continue
+                    x = [num(p.value("block_size")) for p in pts]
+                    y = [p.summary[phase]["median"] for p in pts]
+                    lo = [p.summary[phase]["median"] - p.summary[phase]["min"] for p in pts]
+                    hi = [p.summary[phase]["max"] - p.summary[phase]["median"] for p in pts]
+                    ax.errorbar(x, y, yerr=[lo, hi], marker="o", capsize=3,
+                                label=label_of(pts[0], keys))
+                ax.set_xscale("log", base=2)
+                ax.minorticks_off()
+                ax.set_xticks(sizes)
+                ax.set_xticklabels([fmt_bytes(s) for s in sizes])
+                if row == len(facets) - 1:
+                    ax.set_xlabel("block size (bytes per transfer; K = KiB, M = MiB)")
+                ax.set_ylabel(f"{phase} bandwidth (GiB/s)")
+                ax.set_ylim(bottom=0)
+                ax.set_title(f"{facet}{phase}, median; bars = min..max", fontsize=9)
+                ax.grid(True, alpha=0.3)
+                self.draw_refs(ax, phase)
             if keys:
-                ax.legend(fontsize=7)
+                axes[row][1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         self.finish(fig, name, "bandwidth vs block size")
+        return True
 
     def heatmap(self):
         name = "heatmap_qd_block_size"
@@ -250,14 +371,13 @@ class Plotter:
         qds = sorted({num(p.value("queue_depth")) for p in self.points} - {None})
         if len(bss) < 2 or len(qds) < 2:
             self.note(f"skipped {name}: the points do not vary both queue_depth and block_size")
-            return
+            return False
         keys = self.series_keys(exclude=("block_size", "queue_depth"))
         groups = group_by(self.points, keys)
         if len(groups) > 6:
             self.note(f"{name}: {len(groups)} combinations of other keys; drawing the first 6")
             groups = groups[:6]
-        fig, axes = self.plt.subplots(len(groups), 2, figsize=(11, 3.8 * len(groups) + 0.6),
-                                      squeeze=False)
+        fig, axes = self.figure(len(groups), 2, (12, 3.8 * len(groups) + 0.8))
         # One colour scale per phase across panels, from 0, so panels compare by colour.
         vmax = {ph: max([p.summary[ph]["median"] for g in groups for p in g if p.summary[ph]]
                         or [1.0]) for ph in PHASES}
@@ -270,45 +390,36 @@ class Plotter:
                     b, q = num(p.value("block_size")), num(p.value("queue_depth"))
                     if s and b in bss and q in qds:
                         grid[qds.index(q)][bss.index(b)] = s["median"]
-                im = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis", vmin=0,
-                               vmax=vmax[phase])
-                ax.set_xticks(range(len(bss)))
-                ax.set_xticklabels([fmt_bytes(b) for b in bss])
-                ax.set_yticks(range(len(qds)))
-                ax.set_yticklabels([str(int(q)) for q in qds])
-                ax.set_xlabel("block size (bytes per transfer)")
-                ax.set_ylabel("queue depth (transfers in flight)")
-                top = vmax[phase]
-                for i, r in enumerate(grid):
-                    for j, v in enumerate(r):
-                        if v == v:
-                            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8,
-                                    color="black" if v > 0.6 * top else "white")
-                cb = fig.colorbar(im, ax=ax)
-                cb.set_label(f"{phase} median bandwidth (GiB/s)")
+                cb = self.heat(fig, ax, grid, [fmt_bytes(b) for b in bss],
+                               [str(int(q)) for q in qds], 0.0, vmax[phase],
+                               f"{phase} median bandwidth (GiB/s)", lambda v: f"{v:.2f}",
+                               origin="lower")
+                self.heat_refs(cb, phase, vmax[phase])
+                ax.set_xlabel("block size (bytes per transfer; K = KiB, M = MiB)")
+                ax.set_ylabel("queue depth (transfers in flight per rank)")
                 sub = label_of(grp[0], keys) if keys else ""
-                ax.set_title(f"{phase}" + (f" — {sub}" if sub else ""), fontsize=9)
+                ax.set_title(f"{phase}" + (f": {sub}" if sub else ""), fontsize=9)
         self.finish(fig, name, "queue depth x block size")
+        return True
 
-    def categories(self, name, cat_key_fn, cat_label, what, exclude):
+    def categories(self, name, cat_key_fn, cat_label, axis_label, what, exclude):
         cats = {}
         for p in self.points:
-            c = cat_key_fn(p)
-            cats.setdefault(c, []).append(p)
+            cats.setdefault(cat_key_fn(p), []).append(p)
         if len(cats) < 2:
             return False
         keys = self.series_keys(exclude=exclude)
         groups = group_by(self.points, keys)
-        if len(groups) > 8:
-            self.note(f"{name}: {len(groups)} series; drawing the first 8")
-            groups = groups[:8]
         # Numbers in order; names (layouts) in the order the reports list them.
         cat_list = list(cats)
         if all(num(c) is not None for c in cat_list):
             cat_list.sort(key=num)
-        fig, axes = self.plt.subplots(1, 2, figsize=(max(10, 1.6 * len(cat_list) * 2 + 3), 4.8))
+        if len(groups) > MAX_BAR_SERIES:
+            return self.category_heatmap(name, cat_key_fn, cat_label, axis_label, what, keys,
+                                         groups, cat_list)
+        fig, axes = self.figure(1, 2, (max(11, 1.6 * len(cat_list) * 2 + 4), 5.2))
         width = 0.8 / max(1, len(groups))
-        for ax, phase in zip(axes, PHASES):
+        for ax, phase in zip(axes[0], PHASES):
             for gi, grp in enumerate(groups):
                 xs, ys, lo, hi = [], [], [], []
                 for ci, c in enumerate(cat_list):
@@ -326,19 +437,50 @@ class Plotter:
             ax.set_xticks(range(len(cat_list)))
             ax.set_xticklabels([cat_label(c) for c in cat_list], rotation=15, ha="right",
                                fontsize=8)
+            ax.set_xlabel(axis_label)
             ax.set_ylabel(f"{phase} bandwidth (GiB/s)")
             ax.set_title(f"{phase}: median, whiskers = min..max", fontsize=9)
             ax.grid(True, axis="y", alpha=0.3)
-            if keys:
-                ax.legend(fontsize=7)
+            self.draw_refs(ax, phase)
+        if keys:
+            axes[0][1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        self.finish(fig, name, what)
+        return True
+
+    def category_heatmap(self, name, cat_key_fn, cat_label, axis_label, what, keys, groups,
+                         cat_list):
+        """categories() with too many series for bars: series x category, median in each
+        cell."""
+        if len(groups) > MAX_ROWS:
+            self.note(f"{name}: {len(groups)} series; drawing the first {MAX_ROWS}")
+            groups = groups[:MAX_ROWS]
+        rows = [label_of(g[0], keys) for g in groups]
+        fig, axes = self.figure(1, 2, (max(12, 2.2 * len(cat_list) + 6),
+                                       0.32 * len(groups) + 2.6), sharey=True)
+        vmax = max([p.summary[ph]["median"] for g in groups for p in g for ph in PHASES
+                    if p.summary[ph]] or [1.0])
+        for ax, phase in zip(axes[0], PHASES):
+            grid = [[float("nan")] * len(cat_list) for _ in groups]
+            for gi, grp in enumerate(groups):
+                for ci, c in enumerate(cat_list):
+                    sel = [p for p in grp if cat_key_fn(p) == c and p.summary[phase]]
+                    if sel:
+                        grid[gi][ci] = sel[0].summary[phase]["median"]
+            cb = self.heat(fig, ax, grid, [cat_label(c) for c in cat_list], rows, 0.0, vmax,
+                           f"{phase} median bandwidth (GiB/s)", lambda v: f"{v:.2f}")
+            self.heat_refs(cb, phase, vmax)
+            ax.set_xlabel(axis_label)
+            ax.set_title(f"{phase}: median over repetitions", fontsize=9)
         self.finish(fig, name, what)
         return True
 
     def layouts(self):
         name = "layouts"
-        if not self.categories(name, lambda p: p.value("layout"), str, "layouts side by side",
-                               exclude=("layout",)):
-            self.note(f"skipped {name}: the points do not vary layout")
+        if self.categories(name, lambda p: p.value("layout"), str, "layout",
+                           "layouts side by side", exclude=("layout",)):
+            return True
+        self.note(f"skipped {name}: the points do not vary layout")
+        return False
 
     def stripes(self):
         name = "stripes"
@@ -352,14 +494,45 @@ class Plotter:
             size = "default" if size in ("0", "None") else fmt_bytes(int(size))
             return f"count {cnt}, size {size}"
 
-        if not self.categories(name, key, label, "Lustre stripe settings side by side",
-                               exclude=("stripe_count", "stripe_size")):
-            self.note(f"skipped {name}: the points do not vary stripe_count/stripe_size")
+        if self.categories(name, key, label, "Lustre stripe count and stripe size (bytes)",
+                           "Lustre stripe settings side by side",
+                           exclude=("stripe_count", "stripe_size")):
+            return True
+        self.note(f"skipped {name}: the points do not vary stripe_count/stripe_size")
+        return False
 
-    def point_labels(self):
-        keys = varying_keys(self.points)
-        return {id(p): (f"#{p.index} " if not keys else "") + label_of(p, keys)
-                for p in self.points}
+    def bandwidth_points(self):
+        """Every point's median bandwidth: the bandwidth figure of reports that none of
+        bandwidth_vs_block_size, layouts and stripes applies to."""
+        name = "bandwidth_points"
+        labels = self.point_labels()
+        pts = self.points
+        if len(pts) > MAX_ROWS:
+            self.note(f"{name}: {len(pts)} points; drawing the first {MAX_ROWS}")
+            pts = pts[:MAX_ROWS]
+        fig, axes = self.figure(1, 2, (13, 0.32 * len(pts) + 2.6), sharey=True)
+        for ax, phase in zip(axes[0], PHASES):
+            ys, meds, lo, hi = [], [], [], []
+            for i, p in enumerate(pts):
+                s = p.summary[phase]
+                if s:
+                    ys.append(i)
+                    meds.append(s["median"])
+                    lo.append(s["median"] - s["min"])
+                    hi.append(s["max"] - s["median"])
+            ax.barh(ys, meds, xerr=[lo, hi], height=0.6, capsize=3, color="C0")
+            ax.set_xlim(left=0)
+            ax.set_xlabel(f"{phase} bandwidth (GiB/s)")
+            ax.set_title(f"{phase}: median, whiskers = min..max", fontsize=9)
+            ax.grid(True, axis="x", alpha=0.3)
+            self.draw_refs(ax, phase, axis="x")
+        axes[0][0].set_yticks(range(len(pts)))
+        axes[0][0].set_yticklabels([labels[id(p)] for p in pts],
+                                   fontsize=7 if len(pts) > 20 else 8)
+        axes[0][0].set_ylabel("point")
+        axes[0][0].invert_yaxis()
+        self.finish(fig, name, "bandwidth per point")
+        return True
 
     def rank_times(self):
         name = "rank_times"
@@ -380,11 +553,18 @@ class Plotter:
                 rows.append((p, per_phase))
         if not rows:
             self.note(f"skipped {name}: no per-rank times (rank_times_s) in the reports")
-            return
-        if len(rows) > 24:
-            self.note(f"{name}: {len(rows)} points; drawing the first 24")
-            rows = rows[:24]
-        fig, axes = self.plt.subplots(2, 1, figsize=(max(8, 0.7 * len(rows) + 3), 8.5))
+            return False
+        if len(rows) > MAX_ROWS:
+            self.note(f"{name}: {len(rows)} points; drawing the first {MAX_ROWS}")
+            rows = rows[:MAX_ROWS]
+        # Many points: one row per point (horizontal boxes), the phases side by side.
+        horizontal = len(rows) > MAX_VERTICAL_BOXES
+        if horizontal:
+            fig, grid = self.figure(1, 2, (14, 0.34 * len(rows) + 2.8), sharey=True)
+            axes = list(grid[0])
+        else:
+            fig, grid = self.figure(2, 1, (max(8, 0.7 * len(rows) + 3), 9))
+            axes = [grid[0][0], grid[1][0]]
         markers = "os^Dv<>p"
         for ax, phase in zip(axes, PHASES):
             data, ratios = [], []
@@ -394,63 +574,88 @@ class Plotter:
                 data.append(alltimes if alltimes else [float("nan")])
                 for ri, rep in enumerate(reps):
                     n = len(rep)
-                    xs = [i + 1 + (0.25 * (j / max(1, n - 1) - 0.5) if n > 1 else 0)
-                          for j in range(n)]
-                    ax.scatter(xs, rep, s=12, marker=markers[ri % len(markers)], alpha=0.7,
-                               color=f"C{ri % 10}",
+                    pos = [i + 1 + (0.25 * (j / max(1, n - 1) - 0.5) if n > 1 else 0)
+                           for j in range(n)]
+                    xy = (rep, pos) if horizontal else (pos, rep)
+                    ax.scatter(*xy, s=10 if horizontal else 12,
+                               marker=markers[ri % len(markers)], alpha=0.7, color=f"C{ri % 10}",
                                label=f"repetition {ri + 1}" if i == 0 else None)
                 sr = [num(get(r, phase, "straggler_ratio"))
                       for r in get(p.raw, "repetitions", default=[]) or []]
                 sr = [v for v in sr if v is not None]
                 ratios.append(max(sr) if sr else None)
-            ax.boxplot(data, widths=0.5, showfliers=False)
+            ax.boxplot(data, widths=0.5, showfliers=False, vert=not horizontal)
             top = max((v for d in data for v in d if v == v), default=0)
+            top = top if top > 0 else 1.0
             for i, r in enumerate(ratios):
-                if r is not None:
+                if r is None:
+                    continue
+                if horizontal:
+                    ax.text(top * 1.03, i + 1, f"{r:.2f}x", va="center", fontsize=7)
+                else:
                     ax.text(i + 1, top * 1.04, f"{r:.2f}x", ha="center", fontsize=7)
-            ax.set_ylim(0, top * 1.12 if top > 0 else 1)
-            ax.set_xticks(range(1, len(rows) + 1))
-            ax.set_xticklabels([labels[id(p)] for p, _ in rows], rotation=30, ha="right",
-                               fontsize=7)
-            ax.set_ylabel(f"{phase} time per rank (s)")
-            ax.set_title(f"{phase}: each dot is one rank in one repetition; "
-                         "numbers = worst straggler ratio (max/mean rank time)", fontsize=9)
-            ax.grid(True, axis="y", alpha=0.3)
+            ticks = range(1, len(rows) + 1)
+            names = [labels[id(p)] for p, _ in rows]
+            value_label = f"{phase} time per rank (s)"
+            if horizontal:
+                ax.set_xlim(0, top * 1.15)
+                ax.set_yticks(ticks)
+                ax.set_yticklabels(names, fontsize=7)
+                ax.set_xlabel(value_label)
+                ax.grid(True, axis="x", alpha=0.3)
+            else:
+                ax.set_ylim(0, top * 1.12)
+                ax.set_xticks(ticks)
+                ax.set_xticklabels(names, rotation=30, ha="right", fontsize=7)
+                ax.set_ylabel(value_label)
+                ax.set_xlabel("point")
+                ax.grid(True, axis="y", alpha=0.3)
+            ax.set_title(f"{phase}: a dot per rank and repetition; number = worst straggler "
+                         "ratio (max/mean rank time)", fontsize=9)
             ax.legend(fontsize=7, loc="lower right")
+        if horizontal:
+            axes[0].set_ylabel("point")
+            axes[0].set_ylim(len(rows) + 0.5, 0.5)  # first point on top (shared by both)
         self.finish(fig, name, "per-rank time distribution (stragglers)")
+        return True
 
     def latency(self):
         name = "latency"
         pcts = [("p50_us", "p50"), ("p90_us", "p90"), ("p99_us", "p99"), ("p999_us", "p99.9"),
                 ("max_us", "max")]
         labels = self.point_labels()
-        have = False
-        fig, axes = self.plt.subplots(1, 2, figsize=(12, 5))
-        for ax, phase in zip(axes, PHASES):
-            drawn = 0
+        # Per phase and point: the percentiles of the repetition with the median bandwidth,
+        # which stands for the point (percentiles of different repetitions cannot be averaged).
+        lat = {ph: {} for ph in PHASES}
+        for phase in PHASES:
             for p in self.points:
                 reps = get(p.raw, "repetitions", default=[]) or []
-                # The repetition with the median bandwidth stands for the point (percentiles of
-                # different repetitions cannot be averaged).
                 cand = [(num(get(r, phase, "bandwidth_GiBps")), r) for r in reps
                         if isinstance(get(r, phase, "latency"), dict)]
-                cand = [(b, r) for b, r in cand if b is not None]
+                cand = sorted(((b, r) for b, r in cand if b is not None), key=lambda t: t[0])
                 if not cand:
                     continue
-                cand.sort(key=lambda t: t[0])
-                rep = cand[(len(cand) - 1) // 2][1]
-                lat = get(rep, phase, "latency")
-                ys = [num(lat.get(k)) for k, _ in pcts]
-                if all(v is None or v <= 0 for v in ys) or not num(lat.get("count")):
+                got = get(cand[(len(cand) - 1) // 2][1], phase, "latency")
+                ys = [num(got.get(k)) for k, _ in pcts]
+                ys = [v if v is not None and v > 0 else None for v in ys]
+                if any(v is not None for v in ys) and num(got.get("count")):
+                    lat[phase][id(p)] = ys
+        pts = [p for p in self.points if any(id(p) in lat[ph] for ph in PHASES)]
+        if not pts:
+            self.note(f"skipped {name}: no latency percentiles in the reports")
+            return False
+        if len(pts) > MAX_LATENCY_LINES:
+            return self.latency_heatmap(name, pts, lat, pcts, labels)
+        fig, axes = self.figure(1, 2, (13, 5.2))
+        for ax, phase in zip(axes[0], PHASES):
+            for k, p in enumerate(pts):
+                ys = lat[phase].get(id(p))
+                if ys is None:
                     continue
-                if drawn >= 20:
-                    continue
-                xs = [i for i, v in enumerate(ys) if v is not None and v > 0]
-                ax.plot(xs, [ys[i] for i in xs], marker="os^D"[drawn // 10 % 4],
-                        linestyle=("-", "--", ":", "-.")[drawn // 10 % 4], color=f"C{drawn % 10}",
+                xs = [i for i, v in enumerate(ys) if v is not None]
+                ax.plot(xs, [ys[i] for i in xs], marker="os^D"[k // 10 % 4],
+                        linestyle=("-", "--", ":", "-.")[k // 10 % 4], color=f"C{k % 10}",
                         label=labels[id(p)])
-                drawn += 1
-                have = True
             ax.set_xticks(range(len(pcts)))
             ax.set_xticklabels([n for _, n in pcts])
             ax.set_yscale("log")
@@ -458,30 +663,51 @@ class Plotter:
             ax.set_ylabel(f"{phase} latency per transfer (µs)")
             ax.set_title(f"{phase}: median-bandwidth repetition of each point", fontsize=9)
             ax.grid(True, which="both", alpha=0.3)
-            if drawn:
-                ax.legend(fontsize=6)
-        if len(self.points) > 20:
-            self.note(f"{name}: {len(self.points)} points; drew the first 20 per phase")
-        if not have:
-            self.plt.close(fig)
-            self.note(f"skipped {name}: no latency percentiles in the reports")
-            return
+        axes[0][1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         self.finish(fig, name, "latency percentiles")
+        return True
+
+    def latency_heatmap(self, name, pts, lat, pcts, labels):
+        """latency() for many points: point x percentile, log colour scale shared by the
+        phases, the value (µs) in each cell."""
+        if len(pts) > MAX_ROWS:
+            self.note(f"{name}: {len(pts)} points; drawing the first {MAX_ROWS}")
+            pts = pts[:MAX_ROWS]
+        vals = [v for ph in PHASES for p in pts for v in lat[ph].get(id(p), []) if v]
+        fig, axes = self.figure(1, 2, (13, 0.32 * len(pts) + 2.6), sharey=True)
+        for ax, phase in zip(axes[0], PHASES):
+            grid = [[v if v is not None else float("nan")
+                     for v in lat[phase].get(id(p), [None] * len(pcts))] for p in pts]
+            self.heat(fig, ax, grid, [n for _, n in pcts], [labels[id(p)] for p in pts],
+                      min(vals), max(vals), f"{phase} latency per transfer (µs, log scale)",
+                      fmt_us, log=True)
+            ax.set_xlabel("percentile of transfer latency (all ranks, merged histogram)")
+            ax.set_title(f"{phase}: median-bandwidth repetition of each point", fontsize=9)
+        axes[0][0].set_ylabel("point")
+        self.finish(fig, name, "latency percentiles (µs)")
+        return True
 
     def all(self):
-        for f in (self.bandwidth_vs_block_size, self.heatmap, self.layouts, self.stripes,
-                  self.rank_times, self.latency):
-            f()
+        drawn = [self.bandwidth_vs_block_size(), self.heatmap(), self.layouts(), self.stripes()]
+        if not any(drawn):
+            self.bandwidth_points()
+        self.rank_times()
+        self.latency()
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(
         description="Draw figures (PNG/SVG) from ckptbench JSON reports.",
-        epilog="Figures a report has no data for are skipped with a one-line note.")
+        epilog="Figures a report has no data for are skipped with a one-line note. Inputs "
+        "that are not ckptbench reports are skipped with a warning.")
     ap.add_argument("reports", nargs="+", metavar="REPORT.json")
     ap.add_argument("--out", required=True, metavar="DIR", help="output directory (created)")
     ap.add_argument("--format", default="png,svg",
                     help="comma-separated list of png, svg, pdf (default: png,svg)")
+    ap.add_argument("--reference", action="append", default=[], metavar="FILE",
+                    help="a fio JSON output (fio --output-format=json) or an IOR JSON output "
+                    "(ior -O summaryFormat=JSON): its write and read bandwidth become labelled "
+                    "lines on the bandwidth figures (repeatable)")
     a = ap.parse_args(argv)
     formats = [f.strip().lower() for f in a.format.split(",") if f.strip()]
     bad = [f for f in formats if f not in ("png", "svg", "pdf")]
@@ -489,13 +715,35 @@ def main(argv=None):
         print(f"plot.py: error: --format: unknown format {','.join(bad) or '(empty)'} "
               "(allowed: png, svg, pdf)", file=sys.stderr)
         return 2
+    # Re-running under another python only from the command line, not when called as a function.
+    require_module("plot.py", "matplotlib",
+                   "apt-get install python3-matplotlib (or scripts/setup.sh --with-plots)",
+                   switch=argv is None)
     reports = []
-    try:
-        for path in a.reports:
-            reports.append(Report(path, load_report(path)))
-    except ReportError as e:
-        print(f"plot.py: error: {e}", file=sys.stderr)
+    for path in a.reports:
+        try:
+            reports.append(Report(path, load_report(path, require_schema=True)))
+        except ReportError as e:
+            hint = ""
+            try:
+                load_reference(path)
+                hint = " (a fio or IOR output: give it with --reference)"
+            except ReportError:
+                pass
+            print(f"plot.py: warning: skipping {e}{hint}", file=sys.stderr)
+    if not reports:
+        print("plot.py: error: none of the inputs is a ckptbench report", file=sys.stderr)
         return 2
+    refs = []
+    for path in a.reference:
+        try:
+            lines = load_reference(path)
+        except ReportError as e:
+            print(f"plot.py: warning: --reference: skipping {e}", file=sys.stderr)
+            continue
+        for line in lines:
+            print(f"plot.py: reference {line['label']} ({path})")
+        refs.extend(lines)
     # Disambiguate equal labels (e.g. the same config run twice).
     seen = {}
     for r in reports:
@@ -503,7 +751,7 @@ def main(argv=None):
     if any(n > 1 for n in seen.values()):
         for r in reports:
             if seen[r.label] > 1:
-                r.label = f"{r.label} ({os.path.basename(r.path)})"
+                r.label = f"{r.label} ({short(os.path.basename(r.path), 30)})"
                 for p in r.points:
                     p.keys["report"] = r.label
     for r in reports:
@@ -516,14 +764,8 @@ def main(argv=None):
     if not any(r.points for r in reports):
         print("plot.py: error: the reports have no completed points to plot", file=sys.stderr)
         return 2
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        print("plot.py: error: matplotlib is missing; install Debian's python3-matplotlib and run "
-              "this script with /usr/bin/python3", file=sys.stderr)
-        return 2
     os.makedirs(a.out, exist_ok=True)
-    pl = Plotter(reports, a.out, formats)
+    pl = Plotter(reports, refs, a.out, formats)
     pl.all()
     for path in pl.written:
         print(f"wrote {path}")

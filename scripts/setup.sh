@@ -1,14 +1,30 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages ckptbench needs, only those that are missing.
 # Usage: scripts/setup.sh [--with-plots]
+#   (default)     build, tests and scripts/compare.py, scripts/ckptreport.py (standard library)
+#   --with-plots  also python3-matplotlib for scripts/plot.py (it pulls in python3-numpy);
+#                 without it the plot test (tests/cli/test_plot_compare.sh) is skipped
 set -euo pipefail
 
+with_plots=0
+for a in "$@"; do
+  case "$a" in
+    --with-plots) with_plots=1 ;;
+    -h|--help) sed -n '2,6s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    *) echo "setup: error: unknown argument '$a' (usage: $0 [--with-plots])" >&2; exit 2 ;;
+  esac
+done
+
+# python3-jsonschema: tests/cli/test_schema.sh validates reports against docs/report.schema.json.
 pkgs=(build-essential cmake pkg-config git
       libopenmpi-dev openmpi-bin
       liburing-dev
       libhdf5-openmpi-dev hdf5-tools
       libcli11-dev nlohmann-json3-dev libgtest-dev
-      fio python3 python3-matplotlib python3-jsonschema)
+      fio python3 python3-jsonschema)
+if [ $with_plots -eq 1 ]; then
+  pkgs+=(python3-matplotlib)
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do

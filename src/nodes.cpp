@@ -32,10 +32,10 @@ NodeMap node_map(MPI_Comm comm, int ranks_per_node) {
   return nm;
 }
 
-CacheMode resolve_cache(const PointConfig& pc, const NodeMap& nm, bool has_remote, bool can_drop) {
+CacheMode resolve_cache(const PointConfig& pc, const NodeMap& nm, bool has_remote) {
   if (pc.cache != CacheMode::auto_) return pc.cache;
   if (pc.direct) return CacheMode::direct;
-  if (can_drop) return CacheMode::drop_caches;
+  // Never drop-caches: it empties the whole node's page cache, other users' too; only when asked.
   if (nm.nodes > 1 && !nm.emulated && !has_remote) return CacheMode::rank_shift;
   return CacheMode::fadvise;
 }

@@ -119,7 +119,7 @@ void prepare(RunState& rs, PointRun& pt) {
   rs.agree(o, m, 0);
   bool has_remote = false;
   for (const auto& r : pt.prep.plan.ranks) has_remote |= !r.remote.empty();
-  pt.cache = resolve_cache(pt.pc, pt.prep.nodes, has_remote, can_drop_caches());
+  pt.cache = resolve_cache(pt.pc, pt.prep.nodes, has_remote);
   for (const auto& w : point_warnings(pt.pc, pt.cache, pt.prep.nodes)) pt.warnings.push_back(w);
 }
 

@@ -52,7 +52,10 @@ uint64_t plan_points(const RunConfig& cfg, MPI_Comm comm, std::vector<Prepared>*
 }
 
 json TargetFacts::to_json() const {
-  return {{"fs", fs.to_json()}, {"odirect", odirect_ok}, {"why", odirect_why}};
+  return {{"fs", fs.to_json()},
+          {"odirect", odirect_ok},
+          {"why", odirect_why},
+          {"can_drop_caches", can_drop_caches}};
 }
 
 TargetFacts TargetFacts::from_json(const json& j) {
@@ -62,6 +65,7 @@ TargetFacts TargetFacts::from_json(const json& j) {
   t.fs.dio_mem_align = j["fs"]["dio_mem_align"];
   t.odirect_ok = j["odirect"];
   t.odirect_why = j["why"];
+  t.can_drop_caches = j["can_drop_caches"];
   return t;
 }
 
@@ -110,6 +114,7 @@ std::string make_run_dir(const std::string& target, uint64_t need_bytes, bool fr
     facts.fs = probe_fs(run_dir);
     dio_alignment(run_dir, facts.fs);
     facts.odirect_ok = supports_odirect(run_dir, &facts.odirect_why);
+    facts.can_drop_caches = ckpt::can_drop_caches();
     // Free space: the largest point (or all of them with keep) plus 5% and 64 MiB of margin.
     uint64_t want = need_bytes + need_bytes / 20 + (64ull << 20);
     if (free_space_check && facts.fs.free_bytes < want)
@@ -143,6 +148,10 @@ std::string target_point_error(const RunConfig& cfg, const TargetFacts& facts,
       return where + "'align': " + std::to_string(pc.align) +
              " is not a multiple of the target's direct-I/O alignment " +
              std::to_string(fsi.dio_offset_align);
+    if (pc.cache == CacheMode::drop_caches && !facts.can_drop_caches)
+      return where + "'cache': \"drop-caches\" needs root and a writable " +
+             "/proc/sys/vm/drop_caches (not in most containers); use \"fadvise\", \"direct\" " +
+             "with direct: true, or \"rank-shift\" on several nodes";
     if (auto e = striping_error(run_dir, stripe_request(pc), fsi.type, cfg.strict); !e.empty())
       return where + e;
   }

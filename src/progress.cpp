@@ -50,10 +50,11 @@ void LiveLine::stop() {
 void print_repetition(const RunState& rs, const PointRun& pt, int rep, const PhaseResult& save,
                       const PhaseResult& restore) {
   if (!rs.say) return;
-  std::printf("[%d/%d] %s rep %d/%d: save %.3f GiB/s (%.3f s), restore %.3f GiB/s (%.3f s)\n",
-              pt.index, static_cast<int>(rs.cfg.points.size()), progress_params(pt.pc).c_str(),
-              rep + 1, rs.cfg.repetitions, save.bandwidth_GiBps(), save.elapsed_s,
-              restore.bandwidth_GiBps(), restore.elapsed_s);
+  std::printf(
+      "[%d/%d] %s rep %d/%d: save %.3f GiB/s (%.3f s), restore %.3f GiB/s (%.3f s, cache %s)\n",
+      pt.index, static_cast<int>(rs.cfg.points.size()), progress_params(pt.pc).c_str(), rep + 1,
+      rs.cfg.repetitions, save.bandwidth_GiBps(), save.elapsed_s, restore.bandwidth_GiBps(),
+      restore.elapsed_s, cache_name(pt.cache).c_str());
   std::fflush(stdout);
 }
 

@@ -434,12 +434,44 @@ std::string rate(std::optional<double> v) {
   return b;
 }
 
-// Shortest text that reads back as the same double (std::to_chars), as CSV cells.
+// The shortest text that reads back as the same double, spelled as Python's repr() spells it
+// (scripts/ckptreport.py csv writes the same cells): fixed notation with at least one decimal for
+// exponents -4 .. 15 (2.0, 0.0001, 123456.5), else d.ddde+XX (1e+16, 1.5e-05).
 std::string exact(std::optional<double> v) {
   if (!v) return "";
+  if (!std::isfinite(*v)) return *v != *v ? "nan" : (*v > 0 ? "inf" : "-inf");
   char b[64];
-  auto r = std::to_chars(b, b + sizeof b, *v);
-  return std::string(b, r.ptr);
+  auto r = std::to_chars(b, b + sizeof b, *v, std::chars_format::scientific);
+  const std::string sci(b, r.ptr);
+  const size_t e = sci.find('e');
+  const int exp10 = std::stoi(sci.substr(e + 1));
+  if (exp10 < -4 || exp10 >= 16) return sci;
+  std::string out;
+  size_t i = 0;
+  if (sci[0] == '-') {
+    out += '-';
+    i = 1;
+  }
+  std::string digits;
+  for (size_t k = i; k < e; k++)
+    if (sci[k] != '.') digits += sci[k];
+  if (exp10 < 0) {
+    out += "0.";
+    out.append(static_cast<size_t>(-exp10 - 1), '0');
+    out += digits;
+  } else {
+    const size_t whole = static_cast<size_t>(exp10) + 1;
+    if (digits.size() <= whole) {
+      out += digits;
+      out.append(whole - digits.size(), '0');
+      out += ".0";
+    } else {
+      out += digits.substr(0, whole);
+      out += '.';
+      out += digits.substr(whole);
+    }
+  }
+  return out;
 }
 
 // RFC 4180 quoting where needed (a comma, a quote or a line break), as Python's csv module does.
@@ -579,11 +611,17 @@ std::string csv_table(const json& doc) {
     const auto& p = doc["points"][i];
     const json cfg = p.value("config", json::object());
     for (const char* ph : {"save", "restore"}) {
+      // Both phases of every point, even without a repetition (a failed point: empty cells).
       const auto bw = rep_values(p, ph, "bandwidth_GiBps");
-      if (bw.empty()) continue;
       const auto bytes = rep_values(p, ph, "bytes"), files = rep_values(p, ph, "files");
+      std::optional<double> lo, hi, mean;
+      if (!bw.empty()) {
+        lo = *std::min_element(bw.begin(), bw.end());
+        hi = *std::max_element(bw.begin(), bw.end());
+      }
       double sum = 0;
       for (double x : bw) sum += x;
+      if (!bw.empty()) mean = sum / static_cast<double>(bw.size());
       auto whole = [](const std::vector<double>& v) {
         return v.empty() ? std::string() : std::to_string(static_cast<uint64_t>(v[0]));
       };
@@ -602,10 +640,10 @@ std::string csv_table(const json& doc) {
           std::to_string(bw.size()),
           whole(bytes),
           whole(files),
-          exact(*std::min_element(bw.begin(), bw.end())),
+          exact(lo),
           exact(median_of(bw)),
-          exact(*std::max_element(bw.begin(), bw.end())),
-          exact(sum / static_cast<double>(bw.size())),
+          exact(hi),
+          exact(mean),
           exact(stddev_of(bw)),
           exact(median_of(rep_values(p, ph, "elapsed_s"))),
           exact(median_of(rep_values(p, ph, "iops"))),

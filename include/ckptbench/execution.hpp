@@ -65,7 +65,8 @@ struct TargetFacts {
   FsInfo fs;
   bool odirect_ok = true;
   std::string odirect_why;
-  bool target_created = false;  // rank 0 only: make_run_dir created the target directory itself
+  bool can_drop_caches = false;  // rank 0's: root and /proc/sys/vm/drop_caches writable
+  bool target_created = false;   // rank 0 only: make_run_dir created the target directory itself
   nlohmann::json to_json() const;
   static TargetFacts from_json(const nlohmann::json& j);
 };

@@ -18,9 +18,10 @@ struct NodeMap {
 // Collective on comm: nodes from MPI_COMM_TYPE_SHARED, or consecutive groups of ranks_per_node.
 NodeMap node_map(MPI_Comm comm, int ranks_per_node);
 
-// Resolves cache "auto" (pure): direct with O_DIRECT; else drop-caches when permitted; else
-// rank-shift on several real nodes (not emulated ones, which share one page cache) unless node
-// aggregation sends data between ranks; else fadvise. Any other choice is returned as it is.
-CacheMode resolve_cache(const PointConfig& pc, const NodeMap& nm, bool has_remote, bool can_drop);
+// Resolves cache "auto" (pure): direct with O_DIRECT; else rank-shift on several real nodes (not
+// emulated ones, which share one page cache) unless node aggregation sends data between ranks;
+// else fadvise. Never drop-caches (it empties the whole node's page cache: only when asked). Any
+// other choice is returned as it is.
+CacheMode resolve_cache(const PointConfig& pc, const NodeMap& nm, bool has_remote);
 
 }  // namespace ckpt

@@ -56,6 +56,20 @@ P
 )"
 [ "$chk" = good ] && ok "CSV: documented columns, one row per point x phase, values = the report's" || bad "csv: $chk"
 
+# scripts/ckptreport.py csv writes the same bytes from the report.
+if "$(python_with json)" "$SRC/scripts/ckptreport.py" csv "$work/r.json" -o "$work/py.csv" && cmp -s "$work/py.csv" "$work/r.csv"; then
+  ok "run --csv and scripts/ckptreport.py csv write identical files"
+else
+  bad "csv differs from ckptreport.py: $(diff <(tr ',' '\n' < "$work/py.csv") <(tr ',' '\n' < "$work/r.csv") | head -5)"
+fi
+
+# cache auto never drops the node's page cache, even as root: buffered I/O gets fadvise, and the
+# console says which method ran (issue 17, item 5).
+timeout 300 "${MPI[@]}" -n 2 "$BIN" run -c "$work/c.json" --set 'sweep={}' --set direct=false \
+  --set cache=auto -r 1 --target "$work/t3" -o "$work/r3.json" > "$work/out3" 2>&1; code=$?
+[ $code = 0 ] && [ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["points"][0]["settings"]["cache"])' "$work/r3.json")" = fadvise ] &&
+  grep -q "cache fadvise)" "$work/out3" && ok "cache auto as $(id -un): fadvise, named on the console" || bad "cache auto: exit $code: $(tail -3 "$work/out3")"
+
 # A CSV path that cannot be written is refused before any I/O (exit 2, nothing created).
 out="$(timeout 120 "${MPI[@]}" -n 2 "$BIN" run -c "$work/c.json" --target "$work/t2" -o "$work/r2.json" --csv "$work" 2>&1)"; code=$?
 [ $code = 2 ] && grep -q -- "--csv '$work' is a directory" <<< "$out" && [ ! -e "$work/t2" ] &&

@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
-# scripts/plot.py and scripts/compare.py on real and crafted reports:
+# scripts/plot.py, scripts/compare.py and scripts/ckptreport.py on real and crafted reports:
 #  - a small real sweep (block size x queue depth) on 4 ranks -> plot.py draws the figures it has
-#    data for (files exist, non-empty, PNG/SVG signatures) and notes the ones it skips;
-#  - compare.py on two crafted reports: exact ratios B/A, flags beyond the repetitions' spread,
-#    matching on config and on params, exit 0; a schema_version mismatch and an unreadable file
-#    exit 2 with a clear message.
+#    data for (files exist, non-empty, PNG/SVG signatures, short titles, units on the axes) and
+#    notes the ones it skips; inputs that are not reports are skipped with a warning naming them;
+#    fio and IOR outputs given with --reference become labelled lines; 32 crafted points give
+#    small multiples and a latency heatmap; without matplotlib it says how to get it (exit 2);
+#  - compare.py: exact ratios B/A, Welch's t-test verdicts with >= 3 repetitions per side,
+#    "not enough repetitions" below that (and nothing called significant), matching on config
+#    and on params, no hint suggesting the --match mode given, exit 0; a schema_version mismatch
+#    and an unreadable file exit 2 with a clear message;
+#  - ckptreport.py csv: the header, one row per point x phase, values recomputed from the report.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 need_binary
 PY="$(python_with matplotlib)" ||
-  { echo "skip: no python3 with matplotlib (apt-get install python3-matplotlib)"; exit 77; }
+  { echo "skip: no python3 with matplotlib (scripts/setup.sh --with-plots)"; exit 77; }
 make_workdir plotcmp
 
 # ---- 1. a real report: 2 block sizes x 2 queue depths, 2 repetitions, 4 ranks (a few MiB)
 cat > "$work/sweep.json" <<'EOF'
 {
   "name": "plot-test",
-  "comment": "tiny model, 2 block sizes x 2 queue depths",
+  "comment": "tiny model, 2 block sizes x 2 queue depths, a comment that must stay out of titles",
   "model": {"name": "tiny", "scale": "1/8"},
   "parallelism": {"tp": 2, "dp": "auto", "zero_stage": 1},
   "layout": "aggregated-rank",
@@ -46,13 +51,29 @@ for fig in bandwidth_vs_block_size heatmap_qd_block_size rank_times latency; do
     esac && ok "figure $fig.$ext ($(stat -c %s "$f") bytes)" || bad "figure $fig.$ext is not a $ext file"
   done
 done
-for skipped in layouts stripes; do
-  if grep -q "skipped $skipped:" <<< "$out" && [ ! -e "$work/fig/$skipped.png" ]; then
-    ok "figure $skipped skipped with a note"
-  else
-    bad "figure $skipped: expected a one-line 'skipped' note and no file: $out"
-  fi
+for skipped in layouts stripes bandwidth_points; do
+  if [ ! -e "$work/fig/$skipped.png" ]; then ok "no $skipped figure for this sweep"
+  else bad "figure $skipped drawn for a block size x queue depth sweep"; fi
 done
+for skipped in layouts stripes; do
+  if grep -q "skipped $skipped:" <<< "$out"; then ok "figure $skipped skipped with a note"
+  else bad "figure $skipped: expected a one-line 'skipped' note: $out"; fi
+done
+# matplotlib's SVGs carry every text drawn as a comment: titles and axis labels can be read.
+svg="$work/fig/bandwidth_vs_block_size.svg"
+if grep -q 'plot-test: bandwidth vs block size' "$svg" && ! grep -q 'must stay out of titles' "$svg"; then
+  ok "figure title is the config name, not the comment"
+else
+  bad "bandwidth_vs_block_size title: $(grep -o '<!-- [^>]*bandwidth vs block size[^>]* -->' "$svg" | head -2)"
+fi
+units_ok=1
+for want in "bandwidth_vs_block_size:save bandwidth (GiB/s)" "bandwidth_vs_block_size:block size (bytes" \
+            "heatmap_qd_block_size:median bandwidth (GiB/s)" "heatmap_qd_block_size:queue depth (transfers" \
+            "rank_times:save time per rank (s)" "latency:latency per transfer (µs)"; do
+  grep -qF -- "${want#*:}" "$work/fig/${want%%:*}.svg" || { units_ok=0; bad "${want%%:*}: no axis label '${want#*:}'"; }
+done
+[ $units_ok -eq 1 ] && ok "axes carry their units (GiB/s, bytes, transfers, s, µs)"
+
 out="$("$PY" "$SRC/scripts/plot.py" "$work/r.json" "$work/r.json" --out "$work/fig2" --format png 2>&1)"
 if [ $? -eq 0 ] && [ -s "$work/fig2/bandwidth_vs_block_size.png" ] && [ ! -e "$work/fig2/latency.svg" ]; then
   ok "plot.py pools two reports, --format png only"
@@ -60,42 +81,167 @@ else
   bad "plot.py with two reports / --format png: $out"
 fi
 out="$("$PY" "$SRC/scripts/plot.py" "$work/nonexistent.json" --out "$work/fig3" 2>&1)"; code=$?
-if [ "$code" -eq 2 ] && grep -q "cannot read" <<< "$out"; then ok "plot.py: unreadable report exits 2"
+if [ "$code" -eq 2 ] && grep -q "cannot read" <<< "$out" && grep -q "none of the inputs is a ckptbench report" <<< "$out"; then
+  ok "plot.py: no report among the inputs exits 2"
 else bad "plot.py on a missing file: exit $code: $out"; fi
 
-# compare.py on the real report against itself: every ratio is exactly 1.
+# ---- 2. reference outputs (fio, IOR) and inputs that are not reports
+# fio's JSON as fio 3.x writes it (jobs[].write/read with bw_bytes in B/s); a real one when fio
+# is installed, to follow its actual format.
+cat > "$work/fio.json" <<'EOF'
+note: this line is not JSON, as fio sometimes prints before its output
+{"fio version": "fio-3.33", "jobs": [{"jobname": "w", "groupid": 0, "error": 0,
+  "write": {"io_bytes": 1610612736, "bw_bytes": 1610612736, "bw": 1572864, "runtime": 1000},
+  "read": {"io_bytes": 0, "bw_bytes": 0, "bw": 0, "runtime": 0}}]}
+EOF
+# IOR's JSON (ior -O summaryFormat=JSON, hpc/ior src/ior-output.c): summary[] per operation.
+cat > "$work/ior.json" <<'EOF'
+{"Version": "4.0.0", "tests": [], "summary": [
+  {"operation": "write", "API": "POSIX", "TestID": 0, "bwMaxMIB": 600.0, "bwMinMIB": 400.0,
+   "bwMeanMIB": 512.0, "bwStdMIB": 80.0, "MeanTime": 1.0},
+  {"operation": "read", "API": "POSIX", "TestID": 0, "bwMaxMIB": 1100.0, "bwMinMIB": 900.0,
+   "bwMeanMIB": 1024.0, "bwStdMIB": 80.0, "MeanTime": 0.5}]}
+EOF
+out="$("$PY" "$SRC/scripts/plot.py" "$work/r.json" --out "$work/fig4" --format svg \
+       --reference "$work/fio.json" --reference "$work/ior.json" 2>&1)"; code=$?
+svg="$work/fig4/bandwidth_vs_block_size.svg"
+if [ "$code" -eq 0 ] && grep -q 'fio write 1.50 GiB/s' "$svg" && grep -q 'IOR write 0.50 GiB/s (mean)' "$svg" &&
+   grep -q 'IOR read 1.00 GiB/s (mean)' "$svg" && ! grep -q 'fio read' "$svg"; then
+  ok "plot.py --reference: fio write 1.50 GiB/s, IOR write 0.50 / read 1.00 GiB/s lines on the bandwidth figure"
+else
+  bad "plot.py --reference: exit $code: $out / $(grep -o '<!-- [^>]*\(fio\|IOR\)[^>]* -->' "$svg" 2>/dev/null)"
+fi
+if grep -q 'red line: fio write 1.50 GiB/s' "$work/fig4/heatmap_qd_block_size.svg"; then
+  ok "plot.py --reference: the heatmap's colour bar names the fio line"
+else bad "heatmap without the reference: $(grep -o '<!-- [^>]*red line[^>]* -->' "$work/fig4/heatmap_qd_block_size.svg")"; fi
+if command -v fio > /dev/null; then
+  if fio --output-format=json --name=ref --rw=write --size=4M --bs=1M \
+         --filename="$work/ref.fio" > "$work/fio-real.json" 2> "$work/fio.err"; then
+    out="$("$PY" "$SRC/scripts/plot.py" "$work/r.json" --out "$work/fig5" --format svg \
+           --reference "$work/fio-real.json" 2>&1)"; code=$?
+    if [ "$code" -eq 0 ] && grep -q 'fio write [0-9.]* GiB/s' "$work/fig5/bandwidth_vs_block_size.svg"; then
+      ok "plot.py --reference with a real fio JSON output: $(grep -o 'reference fio write [0-9.]* GiB/s' <<< "$out")"
+    else bad "plot.py with a real fio output: exit $code: $out"; fi
+  else
+    echo "note: fio could not run here ($(head -c 200 "$work/fio.err")); real-output check left out"
+  fi
+fi
+out="$("$PY" "$SRC/scripts/plot.py" "$work/r.json" --out "$work/fig6" --reference "$work/sweep.json" 2>&1)"; code=$?
+if [ "$code" -eq 0 ] && grep -q "warning: --reference: skipping .*sweep.json: not a fio JSON output" <<< "$out"; then
+  ok "plot.py --reference: a file that is neither fio nor IOR is skipped with a warning"
+else bad "plot.py --reference on a config: exit $code: $out"; fi
+
+echo '{"jobs": "not a list", "points": "no"}' > "$work/other.json"
+printf '{not json' > "$work/broken.json"
+out="$("$PY" "$SRC/scripts/plot.py" "$work/other.json" "$work/r.json" "$work/broken.json" \
+       "$work/fio.json" "$work/missing.json" --out "$work/fig7" --format png 2>&1)"; code=$?
+if [ "$code" -eq 0 ] && [ -s "$work/fig7/bandwidth_vs_block_size.png" ] &&
+   grep -q "warning: skipping .*other.json: not a ckptbench report" <<< "$out" &&
+   grep -q "warning: skipping .*broken.json: not valid JSON" <<< "$out" &&
+   grep -q "warning: skipping .*fio.json: .*give it with --reference" <<< "$out" &&
+   grep -q "warning: skipping .*missing.json: cannot read" <<< "$out"; then
+  ok "plot.py skips 4 inputs that are not reports with a warning each, draws the report, exits 0"
+else
+  bad "plot.py with non-report inputs: exit $code: $out"
+fi
+
+# Without matplotlib: -S keeps Python's site directories (where matplotlib lives) off the path;
+# CKPT_PYTHON_SWITCHED=1 stops the switch to /usr/bin/python3.
+out="$(CKPT_PYTHON_SWITCHED=1 "$PY" -S "$SRC/scripts/plot.py" "$work/r.json" --out "$work/fig8" 2>&1)"; code=$?
+if [ "$code" -eq 2 ] && grep -q "plot.py: error: needs matplotlib" <<< "$out" &&
+   grep -q "apt-get install python3-matplotlib (or scripts/setup.sh --with-plots)" <<< "$out" &&
+   ! grep -q Traceback <<< "$out"; then
+  ok "plot.py without matplotlib: exit 2 and how to get it, no traceback"
+else bad "plot.py without matplotlib: exit $code: $out"; fi
+if /usr/bin/python3 -c 'import matplotlib' 2> /dev/null; then
+  out="$(env -u CKPT_PYTHON_SWITCHED "$PY" -S "$SRC/scripts/plot.py" "$work/r.json" --out "$work/fig9" --format png 2>&1)"; code=$?
+  if [ "$code" -eq 0 ] && grep -q "re-running with /usr/bin/python3" <<< "$out" && [ -s "$work/fig9/latency.png" ]; then
+    ok "plot.py run by a python without matplotlib re-runs itself with /usr/bin/python3"
+  else bad "plot.py switching to /usr/bin/python3: exit $code: $out"; fi
+fi
+for s in plot.py compare.py ckptreport.py; do
+  if [ -x "$SRC/scripts/$s" ] && [ "$(head -1 "$SRC/scripts/$s")" = '#!/usr/bin/env python3' ]; then
+    ok "scripts/$s is executable with #!/usr/bin/env python3"
+  else bad "scripts/$s: not executable or another shebang: $(head -1 "$SRC/scripts/$s")"; fi
+done
+
+# ---- 3. 32 points (backend x direct x queue depth x block size) from the real report's points
+"$PY" - "$work" <<'EOF'
+import copy, itertools, json, sys
+work = sys.argv[1]
+doc = json.load(open(f"{work}/r.json"))
+tmpl = doc["points"][0]
+doc["points"] = []
+for i, (be, d, qd, bs) in enumerate(itertools.product(("posix", "io_uring"), (True, False), (1, 4),
+                                                      (65536, 262144, 1048576, 4194304))):
+    p = copy.deepcopy(tmpl)
+    p["index"] = i + 1
+    p["params"] = {"backend": be, "direct": d, "queue_depth": qd, "block_size": bs}
+    p["config"].update(p["params"])
+    doc["points"].append(p)
+doc["config"]["name"] = "thirty-two"
+json.dump(doc, open(f"{work}/r32.json", "w"))
+EOF
+out="$("$PY" "$SRC/scripts/plot.py" "$work/r32.json" --out "$work/fig32" --format svg 2>&1)"; code=$?
+bw="$work/fig32/bandwidth_vs_block_size.svg"; lat="$work/fig32/latency.svg"; rt="$work/fig32/rank_times.svg"
+if [ "$code" -eq 0 ] && grep -q 'io_uring: save, median' "$bw" && grep -q 'posix: restore, median' "$bw" &&
+   [ "$(grep -c '<!-- O_DIRECT, QD=4 -->' "$bw")" -eq 2 ]; then
+  ok "32 points: bandwidth_vs_block_size in a row of panels per backend, 4 lines each"
+else bad "32 points, bandwidth_vs_block_size: exit $code: $out / $(grep -o '<!-- [^>]*: save[^>]* -->' "$bw" 2>/dev/null)"; fi
+if grep -q 'latency per transfer (µs, log scale)' "$lat" && ! grep -q 'drawing the first' <<< "$out"; then
+  ok "32 points: latency is a point x percentile heatmap, every point drawn"
+else bad "32 points, latency: $out"; fi
+if grep -q '<!-- point -->' "$rt" && grep -q 'posix, O_DIRECT, QD=1, bs=64K' "$rt"; then
+  ok "32 points: rank_times has a labelled row per point"
+else bad "32 points, rank_times: $(grep -c '<!--' "$rt")"; fi
+
+# ---- 4. compare.py: the real report against itself, 2 repetitions per side
 out="$("$PY" "$SRC/scripts/compare.py" "$work/r.json" "$work/r.json" 2>&1)"; code=$?
 n1="$(grep -c ' 1\.000 ' <<< "$out")"
-if [ "$code" -eq 0 ] && [ "$n1" -eq 8 ]; then ok "compare.py: a report against itself gives 8 ratios of 1.000"
-else bad "compare.py self-comparison: exit $code, $n1 ratios of 1.000: $out"; fi
+nn="$(grep -c 'not enough repetitions to judge (n=2 vs n=2; need >= 3 each)' <<< "$out")"
+if [ "$code" -eq 0 ] && [ "$n1" -eq 8 ] && [ "$nn" -eq 8 ] && ! grep -qi 'significant' <<< "$out"; then
+  ok "compare.py: a report against itself gives 8 ratios of 1.000, each 'not enough repetitions (n=2 vs n=2)'"
+else bad "compare.py self-comparison: exit $code, $n1 ratios of 1.000, $nn verdicts: $out"; fi
 
-# ---- 2. crafted reports with known numbers
-# point(INDEX, BLOCK_SIZE, SAVE min/med/max, RESTORE min/med/max)
+# ---- 5. crafted reports with known numbers
+# point(INDEX, BLOCK_SIZE, SAVE bandwidths, RESTORE bandwidths): one repetition per value.
 "$PY" - "$work" <<'EOF'
-import json, sys
+import json, statistics, sys
 work = sys.argv[1]
-def point(i, bs, save, restore, params=None):
-    cfg = {"model": {"name": "tiny"}, "layout": "aggregated-rank", "backend": "posix",
-           "block_size": bs, "queue_depth": 1, "direct": True}
-    s = lambda t: {"bandwidth_GiBps": dict(zip(("min", "median", "max"), t)), "repetitions": 3}
+def point(i, bs, save, restore, params=None, cfg=None):
+    cfg = cfg or {"model": {"name": "tiny"}, "layout": "aggregated-rank", "backend": "posix",
+                  "block_size": bs, "queue_depth": 1, "direct": True}
+    reps = [{"repetition": k + 1,
+             "save": {"bandwidth_GiBps": save[k], "bytes": 1000, "files": 4},
+             "restore": {"bandwidth_GiBps": restore[k], "bytes": 1000, "files": 4}}
+            for k in range(len(save))]
+    s = lambda v: {"bandwidth_GiBps": {"min": min(v), "median": statistics.median(v),
+                                       "max": max(v)}, "repetitions": len(v)}
     return {"index": i, "params": params if params is not None else {"block_size": bs},
-            "config": cfg, "status": "ok", "repetitions": [],
+            "config": cfg, "status": "ok", "repetitions": reps,
             "summary": {"save": s(save), "restore": s(restore)}}
 def doc(points, v=1, name="x"):
     return {"schema_version": v, "tool": {"name": "ckptbench"}, "status": "ok",
-            "config": {"name": name}, "points": points}
+            "config": {"name": name, "model": "llama2-7b"}, "environment": {"ranks": 8},
+            "points": points}
 A = doc([point(1, 1048576, (0.9, 1.0, 1.1), (1.9, 2.0, 2.1)),
          point(2, 4194304, (4.0, 4.0, 4.0), (3.0, 3.2, 3.4))], name="A")
-# B: save of point 1 doubles (beyond spread), restore 0.75 inside spread; point 2 matched by
-# config: save 1/4 (below spread); restore 1.25 -> 4.0 (beyond); plus one point only in B.
+# B, matched on config: point 1 save doubles (Welch p = 0.0048), restore 0.75 with a wide spread
+# (p = 0.22); point 2 save 1/4 (p = 0.00037), restore 1.25 (p = 0.0090); plus a point only in B.
 B = doc([point(1, 4194304, (0.9, 1.0, 1.1), (3.9, 4.0, 4.1)),
          point(2, 1048576, (1.8, 2.0, 2.2), (1.4, 1.5, 2.05)),
          point(3, 65536, (1.0, 1.0, 1.0), (1.0, 1.0, 1.0))], name="B")
 # P: no config match (queue depth differs), matched on params instead.
-P = doc([dict(point(1, 1048576, (0.45, 0.5, 0.55), (2.0, 2.0, 2.0)),
-              config={"block_size": 1048576, "queue_depth": 64})], name="P")
+P = doc([point(1, 1048576, (0.45, 0.5, 0.55), (2.0, 2.0, 2.0),
+               cfg={"block_size": 1048576, "queue_depth": 64})], name="P")
 V2 = dict(A, schema_version=2)
-for n, d in (("A", A), ("B", B), ("P", P), ("V2", V2)):
+# One repetition each, the same point, B twice as fast: nothing can be judged.
+A1 = doc([point(1, 1048576, (1.0,), (2.0,), params={})], name="A1")
+B1 = doc([point(1, 1048576, (2.0,), (4.0,), params={})], name="B1")
+# Nothing in common with A: other config, other params.
+X = doc([point(1, 8192, (1.0,) * 3, (1.0,) * 3, params={"queue_depth": 8},
+               cfg={"block_size": 8192, "queue_depth": 8})], name="X")
+for n, d in (("A", A), ("B", B), ("P", P), ("V2", V2), ("A1", A1), ("B1", B1), ("X", X)):
     json.dump(d, open(f"{work}/{n}.json", "w"))
 open(f"{work}/garbage.json", "w").write("{not json")
 EOF
@@ -105,30 +251,59 @@ if [ "$code" -eq 0 ]; then ok "compare.py A B exits 0"; else bad "compare.py A B
 cat > "$work/check.py" <<'EOF'
 import json, sys
 d = json.loads(sys.stdin.read())
-got = {(p["index"], ph): (round(p[ph][1]["ratio"], 6), p[ph][1]["flag"], p[ph][1]["matched_on"])
+got = {(p["index"], ph): (round(p[ph][1]["ratio"], 6), p[ph][1]["flag"], p[ph][1]["matched_on"],
+                          round(p[ph][1]["test"]["p"], 4), p[ph][1]["test"]["n"])
        for p in d["points"] for ph in ("save", "restore")}
-want = {(1, "save"): (2.0, "+", "config"), (1, "restore"): (0.75, "", "config"),
-        (2, "save"): (0.25, "-", "config"), (2, "restore"): (1.25, "+", "config")}
+want = {(1, "save"): (2.0, "+", "config", 0.0048, [3, 3]),
+        (1, "restore"): (0.75, "", "config", 0.2201, [3, 3]),
+        (2, "save"): (0.25, "-", "config", 0.0004, [3, 3]),
+        (2, "restore"): (1.25, "+", "config", 0.009, [3, 3])}
 assert got == want, f"got {got}"
+assert d["test"]["name"] == "Welch's t-test" and d["test"]["alpha"] == 0.05, d["test"]
 assert d["unmatched"]["B"] == ["block_size=65536"], d["unmatched"]
 print("ratios ok")
 EOF
 check="$("$PY" "$work/check.py" <<< "$out" 2>&1)"
-if [ "$check" = "ratios ok" ]; then ok "compare.py ratios 2.000+/0.750/0.250-/1.250+ and the unmatched point"
+if [ "$check" = "ratios ok" ]; then
+  ok "compare.py ratios 2.000+/0.750/0.250-/1.250+, Welch p 0.0048/0.22/0.00037/0.0090, the unmatched point"
 else bad "compare.py ratios: $check"; fi
 
 out="$("$PY" "$SRC/scripts/compare.py" "$work/A.json" "$work/B.json" 2>&1)"
-if grep -qE '^  save .* 2\.000\+' <<< "$out" && grep -qE '^  restore .* 0\.750 ' <<< "$out" &&
-   grep -qE '^  save .* 0\.250-' <<< "$out" && grep -q 'B points with no match in A: block_size=65536' <<< "$out"; then
-  ok "compare.py text table shows the ratios and flags"
+if grep -q "test: Welch's t-test (two-sided) on the per-repetition bandwidths, threshold p < 0.05" <<< "$out" &&
+   grep -qE '^  save .* 2\.000\+  significantly faster \(p=0\.0048 < 0\.05, n=3 vs n=3\)' <<< "$out" &&
+   grep -qE '^  restore .* 0\.750   no significant difference \(p=0\.22 >= 0\.05, n=3 vs n=3\)' <<< "$out" &&
+   grep -qE '^  save .* 0\.250-  significantly slower \(p=0\.00037 < 0\.05' <<< "$out" &&
+   grep -q '3 of 4 tested differences have p < 0.05; if no setup differed, about 0.2 would by chance alone' <<< "$out" &&
+   grep -q 'B points with no match in A: block_size=65536' <<< "$out"; then
+  ok "compare.py text: names Welch's t-test and p < 0.05, verdicts with p and n, the chance note"
 else
   bad "compare.py text table: $out"
 fi
 
+out="$("$PY" "$SRC/scripts/compare.py" "$work/A1.json" "$work/B1.json" 2>&1)"; code=$?
+if [ "$code" -eq 0 ] && [ "$(grep -c 'not enough repetitions to judge (n=1 vs n=1; need >= 3 each)' <<< "$out")" -eq 2 ] &&
+   grep -qE '^  save .* 2\.000 ' <<< "$out" && ! grep -qE '[0-9]\.[0-9]{3}[+-]' <<< "$out" &&
+   ! grep -qi 'significant' <<< "$out"; then
+  ok "compare.py with 1 repetition each: 'not enough repetitions to judge (n=1 vs n=1; ...)', no flag, nothing significant"
+else bad "compare.py with 1 repetition each: exit $code: $out"; fi
+
 out="$("$PY" "$SRC/scripts/compare.py" "$work/A.json" "$work/P.json" --json 2>&1)"
-check="$("$PY" -c 'import json,sys; d=json.loads(sys.stdin.read()); p=d["points"][0]; print(p["index"], round(p["save"][1]["ratio"],6), p["save"][1]["flag"], p["save"][1]["matched_on"], round(p["restore"][1]["ratio"],6))' <<< "$out" 2>&1)"
-if [ "$check" = "1 0.5 - params 1.0" ]; then ok "compare.py falls back to params: ratio 0.500-, 1.000"
+check="$("$PY" -c 'import json,sys; d=json.loads(sys.stdin.read()); p=d["points"][0]; print(p["index"], round(p["save"][1]["ratio"],6), p["save"][1]["flag"], p["save"][1]["matched_on"], round(p["restore"][1]["ratio"],6), p["restore"][1]["flag"] or "none")' <<< "$out" 2>&1)"
+if [ "$check" = "1 0.5 - params 1.0 none" ]; then ok "compare.py falls back to params: ratio 0.500-, 1.000"
 else bad "compare.py params match: $check / $out"; fi
+
+# No hint may suggest the --match mode that was given (the default, auto, included).
+for m in "" config params auto; do
+  out="$("$PY" "$SRC/scripts/compare.py" "$work/A.json" "$work/X.json" ${m:+--match "$m"} 2>&1)"; code=$?
+  given="${m:-auto}"
+  if [ "$code" -eq 0 ] && grep -q '^no matching points' <<< "$out" && ! grep -q -- "--match $given" <<< "$out"; then
+    ok "compare.py --match ${m:-(default)}: no match, and no hint to use --match $given"
+  else bad "compare.py --match ${m:-(default)} without matches: exit $code: $out"; fi
+done
+out="$("$PY" "$SRC/scripts/compare.py" "$work/A.json" "$work/X.json" --match config 2>&1)"
+if grep -q -- '--match auto also matches on the swept params' <<< "$out"; then
+  ok "compare.py --match config without matches points to --match auto"
+else bad "compare.py --match config hint: $out"; fi
 
 out="$("$PY" "$SRC/scripts/compare.py" "$work/A.json" "$work/V2.json" 2>&1)"; code=$?
 if [ "$code" -eq 2 ] && grep -q "schema_version" <<< "$out"; then ok "compare.py: schema_version mismatch exits 2"
@@ -138,5 +313,88 @@ for f in missing.json garbage.json; do
   if [ "$code" -eq 2 ] && grep -q "compare.py: error: .*$f" <<< "$out"; then ok "compare.py: $f exits 2"
   else bad "compare.py on $f: exit $code: $out"; fi
 done
+
+# ---- 6. ckptreport.py csv
+header='point,phase,status,params,model,world,layout,backend,direct,block_size,queue_depth,repetitions,bytes,files,bw_GiBps_min,bw_GiBps_median,bw_GiBps_max,bw_GiBps_mean,bw_GiBps_stddev,elapsed_s_median,iops_median,meta_ops_per_s_median,lat_p50_us_median,lat_p99_us_median,straggler_ratio_median'
+out="$("$PY" "$SRC/scripts/ckptreport.py" csv "$work/r.json" -o "$work/r.csv" 2>&1)"; code=$?
+if [ "$code" -eq 0 ] && [ "$(head -1 "$work/r.csv")" = "$header"$'\r' ]; then ok "ckptreport.py csv: the header, columns in order (CRLF)"
+else bad "ckptreport.py csv: exit $code: $out / $(head -1 "$work/r.csv" 2>/dev/null)"; fi
+if "$PY" "$SRC/scripts/ckptreport.py" csv "$work/r.json" | cmp -s - "$work/r.csv"; then
+  ok "ckptreport.py csv: stdout equals -o FILE"
+else bad "ckptreport.py csv: stdout differs from -o FILE"; fi
+# Recompute every cell from the report, independently of ckptreport.py.
+cat > "$work/csvcheck.py" <<'EOF'
+import csv, json, math, statistics, sys
+doc = json.load(open(sys.argv[1]))
+rows = list(csv.DictReader(open(sys.argv[2], newline="")))
+errors = []
+pts = doc["points"]
+if len(rows) != 2 * len(pts):
+    errors.append(f"{len(rows)} rows for {len(pts)} points")
+def med(vals):
+    return statistics.median(vals) if vals else None
+def get(r, path):
+    for key in path:
+        if not isinstance(r, dict) or key not in r:
+            return None
+        r = r[key]
+    return r
+def same(cell, want, col, where):
+    if want is None:
+        ok = cell == ""
+    elif isinstance(want, bool):
+        ok = cell == ("true" if want else "false")
+    elif isinstance(want, int):
+        ok = cell == str(want)
+    elif isinstance(want, float):
+        ok = cell != "" and math.isclose(float(cell), want, rel_tol=1e-12, abs_tol=0)
+    else:
+        ok = cell == str(want)
+    if not ok:
+        errors.append(f"{where} {col}: {cell!r}, want {want!r}")
+for k, row in enumerate(rows):
+    p, phase = pts[k // 2], ("save", "restore")[k % 2]
+    reps = [r[phase] for r in p["repetitions"] if phase in r]
+    cfg = p["config"]
+    model = doc["config"]["model"]
+    model = cfg["model"]["name"] if isinstance(cfg.get("model"), dict) else (
+        cfg.get("model") or (model if isinstance(model, str) else model.get("name")))
+    vals = [r["bandwidth_GiBps"] for r in reps]
+    def g(*path):
+        return [x for x in (get(r, path) for r in reps) if x is not None]
+    want = {
+        "point": p["index"], "phase": phase, "status": p["status"],
+        "params": ";".join(f"{a}={b}" for a, b in p["params"].items()),
+        "model": model, "world": doc["environment"]["ranks"],
+        "layout": cfg.get("layout"), "backend": cfg.get("backend"), "direct": cfg.get("direct"),
+        "block_size": cfg.get("block_size"), "queue_depth": cfg.get("queue_depth"),
+        "repetitions": len(reps), "bytes": reps[0].get("bytes"), "files": reps[0].get("files"),
+        "bw_GiBps_min": min(vals), "bw_GiBps_median": float(med(vals)), "bw_GiBps_max": max(vals),
+        "bw_GiBps_mean": sum(vals) / len(vals),
+        "bw_GiBps_stddev": statistics.stdev(vals) if len(vals) > 1 else None,
+        "elapsed_s_median": med(g("elapsed_s")), "iops_median": med(g("iops")),
+        "meta_ops_per_s_median": med(g("metadata_ops_per_s")),
+        "lat_p50_us_median": med(g("latency", "p50_us")),
+        "lat_p99_us_median": med(g("latency", "p99_us")),
+        "straggler_ratio_median": med(g("straggler_ratio")),
+    }
+    for col, w in want.items():
+        same(row[col], w, col, f"row {k + 1} (point {p['index']} {phase})")
+print("\n".join(errors[:10]) if errors else f"csv ok ({len(rows)} rows)")
+EOF
+check="$("$PY" "$work/csvcheck.py" "$work/r.json" "$work/r.csv" 2>&1)"
+if [ "$check" = "csv ok (8 rows)" ]; then ok "ckptreport.py csv: 4 points x 2 phases, every cell matches the report"
+else bad "ckptreport.py csv values: $check"; fi
+"$PY" "$SRC/scripts/ckptreport.py" csv "$work/A1.json" -o "$work/a1.csv"
+"$PY" "$SRC/scripts/ckptreport.py" csv "$work/P.json" -o "$work/p.csv"
+r1="$(sed -n 2p "$work/a1.csv" | tr -d '\r')"; r2="$(sed -n 3p "$work/p.csv" | tr -d '\r')"
+if [ "$r1" = '1,save,ok,,tiny,8,aggregated-rank,posix,true,1048576,1,1,1000,4,1.0,1.0,1.0,1.0,,,,,,,' ] &&
+   [ "$r2" = '1,restore,ok,block_size=1048576,llama2-7b,8,,,,1048576,64,3,1000,4,2.0,2.0,2.0,2.0,0.0,,,,,,' ]; then
+  ok "ckptreport.py csv: one repetition -> empty stddev; missing values empty; model from the point or the run"
+else bad "ckptreport.py csv crafted rows: '$r1' / '$r2'"; fi
+out="$("$PY" "$SRC/scripts/ckptreport.py" csv "$work/garbage.json" 2>&1)"; code=$?
+if [ "$code" -eq 2 ] && grep -q "ckptreport.py: error: .*garbage.json: not valid JSON" <<< "$out"; then
+  ok "ckptreport.py csv on a non-report exits 2 naming the file"
+else bad "ckptreport.py csv on garbage: exit $code: $out"; fi
 
 summary plot/compare

@@ -10,8 +10,10 @@
 #include "ckptbench/error.hpp"
 #include "ckptbench/execution.hpp"
 #include "ckptbench/nodes.hpp"
+#include "ckptbench/report.hpp"
 
 using namespace ckpt;
+using json = nlohmann::json;
 
 namespace {
 PointConfig point(const char* cache, bool direct) {
@@ -26,20 +28,20 @@ NodeMap nodes(int n, bool emulated) {
 }
 }  // namespace
 
-// auto: direct with O_DIRECT; drop-caches when permitted; rank-shift only on several real nodes
-// and without node aggregation; else fadvise. An explicit choice is kept.
+// auto: direct with O_DIRECT; rank-shift only on several real nodes and without node
+// aggregation; else fadvise; never drop-caches (a shared node's whole page cache). An explicit
+// choice is kept.
 TEST(ResolveCache, AutoFollowsTheRules) {
-  EXPECT_EQ(resolve_cache(point("auto", true), nodes(4, false), false, true), CacheMode::direct);
-  EXPECT_EQ(resolve_cache(point("auto", false), nodes(4, false), false, true),
+  EXPECT_EQ(resolve_cache(point("auto", true), nodes(4, false), false), CacheMode::direct);
+  EXPECT_EQ(resolve_cache(point("auto", false), nodes(4, false), false), CacheMode::rank_shift);
+  EXPECT_EQ(resolve_cache(point("auto", false), nodes(4, true), false), CacheMode::fadvise);
+  EXPECT_EQ(resolve_cache(point("auto", false), nodes(1, false), false), CacheMode::fadvise);
+  EXPECT_EQ(resolve_cache(point("auto", false), nodes(4, false), true), CacheMode::fadvise);
+  EXPECT_EQ(resolve_cache(point("rank-shift", false), nodes(1, true), false),
+            CacheMode::rank_shift);
+  EXPECT_EQ(resolve_cache(point("drop-caches", false), nodes(1, false), false),
             CacheMode::drop_caches);
-  EXPECT_EQ(resolve_cache(point("auto", false), nodes(4, false), false, false),
-            CacheMode::rank_shift);
-  EXPECT_EQ(resolve_cache(point("auto", false), nodes(4, true), false, false), CacheMode::fadvise);
-  EXPECT_EQ(resolve_cache(point("auto", false), nodes(1, false), false, false), CacheMode::fadvise);
-  EXPECT_EQ(resolve_cache(point("auto", false), nodes(4, false), true, false), CacheMode::fadvise);
-  EXPECT_EQ(resolve_cache(point("rank-shift", false), nodes(1, true), false, true),
-            CacheMode::rank_shift);
-  EXPECT_EQ(resolve_cache(point("none", false), nodes(4, false), false, true), CacheMode::none);
+  EXPECT_EQ(resolve_cache(point("none", false), nodes(4, false), false), CacheMode::none);
 }
 
 TEST(Deadline, ArmsPassesAndDisarms) {
@@ -152,4 +154,38 @@ TEST(Preflight, TargetFactsRefusePointsNamingTheKey) {
   EXPECT_EQ(g.fs.dio_offset_align, 4096u);
   EXPECT_EQ(g.fs.dio_mem_align, 512u);
   EXPECT_TRUE(g.odirect_ok);
+}
+
+// CSV cells: floats spelled as Python's repr() (scripts/ckptreport.py csv writes the same bytes),
+// both phases of every point, RFC 4180 quoting.
+TEST(Csv, CellsAsPythonWritesThem) {
+  json rep = {{"save",
+               {{"bandwidth_GiBps", 2.0},
+                {"bytes", 100},
+                {"files", 3},
+                {"elapsed_s", 1e-05},
+                {"iops", 1e16},
+                {"metadata_ops_per_s", 123456.5},
+                {"straggler_ratio", 0.0001},
+                {"latency", {{"p50_us", 1.5e-05}, {"p99_us", 12345678901234567.0}}}}}};
+  json doc = {{"environment", {{"ranks", 4}}},
+              {"points",
+               {{{"index", 1},
+                 {"status", "failed"},
+                 {"params", {{"sweep", json::array({1, 2})}, {"b", "x"}}},
+                 {"config", {{"model", {{"name", "m"}}}, {"direct", false}, {"block_size", 4096}}},
+                 {"repetitions", {rep}}}}}};
+  const std::string csv = csv_table(doc);
+  const auto lines = [&] {
+    std::vector<std::string> v;
+    size_t a = 0;
+    for (size_t b; (b = csv.find("\r\n", a)) != std::string::npos; a = b + 2)
+      v.push_back(csv.substr(a, b - a));
+    return v;
+  }();
+  ASSERT_EQ(lines.size(), 3u);  // header, save, restore (no repetition: empty cells)
+  EXPECT_EQ(lines[1],
+            "1,save,failed,\"b=x;sweep=[1,2]\",m,4,,,false,4096,,1,100,3,2.0,2.0,2.0,2.0,,1e-05,"
+            "1e+16,123456.5,1.5e-05,1.2345678901234568e+16,0.0001");
+  EXPECT_EQ(lines[2], "1,restore,failed,\"b=x;sweep=[1,2]\",m,4,,,false,4096,,0,,,,,,,,,,,,,");
 }
