@@ -103,7 +103,7 @@ else
      [ "$(jq_py "$doc" "len(d['points'][0]['repetitions'])")" = 1 ]; then
     ok "fps: rank 0 wrote the report: failed, the stall as the error, repetition 1 kept"
   else
-    bad "fps: report: $(head -c 600 "$doc" 2> /dev/null)"
+    bad "fps: report: status $(jq_py "$doc" "d.get('status')"), error $(jq_py "$doc" "str(d.get('error'))[:300]"), repetitions $(jq_py "$doc" "len(d['points'][0]['repetitions']) if d.get('points') else None")"
   fi
 fi
 no_ranks_left fps
