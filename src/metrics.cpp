@@ -8,6 +8,13 @@
 
 namespace ckpt {
 
+std::optional<double> median_of(std::vector<double> v) {
+  if (v.empty()) return std::nullopt;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 double now_s() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -10,6 +10,7 @@
 #include "ckptbench/execution.hpp"
 #include "ckptbench/frameworks.hpp"
 #include "ckptbench/lustre.hpp"
+#include "ckptbench/metrics.hpp"
 #include "ckptbench/transfer.hpp"
 #include "ckptbench/units.hpp"
 
@@ -75,17 +76,6 @@ std::vector<std::string> point_warnings(const PointConfig& pc, CacheMode cache,
   return w;
 }
 
-namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-}  // namespace
-
 json summarize(const json& reps, const char* phase) {
   std::vector<double> bw, el;
   for (const auto& r : reps) {
@@ -96,7 +86,7 @@ json summarize(const json& reps, const char* phase) {
   if (bw.empty()) return json::object();
   auto mmm = [](const std::vector<double>& v) {
     return json{{"min", *std::min_element(v.begin(), v.end())},
-                {"median", median(v)},
+                {"median", *median_of(v)},
                 {"max", *std::max_element(v.begin(), v.end())}};
   };
   return {{"bandwidth_GiBps", mmm(bw)}, {"elapsed_s", mmm(el)}, {"repetitions", bw.size()}};

@@ -20,6 +20,7 @@
 
 #include "ckptbench/backend.hpp"
 #include "ckptbench/error.hpp"
+#include "ckptbench/metrics.hpp"
 #include "ckptbench/version.hpp"
 
 namespace ckpt {
@@ -393,14 +394,6 @@ std::vector<double> rep_values(const json& p, const char* phase, const char* key
     if (x->is_number()) v.push_back(x->get<double>());
   }
   return v;
-}
-
-// Median as statistics.median computes it (the mean of the middle two for an even count).
-std::optional<double> median_of(std::vector<double> v) {
-  if (v.empty()) return std::nullopt;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 // Sample standard deviation (n - 1); none below two values.

@@ -7,9 +7,14 @@
 #include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 namespace ckpt {
+
+// Median over repetitions, as statistics.median computes it (the mean of the middle two for an
+// even count); none for no values. Used by the report's summaries, the table and the CSV.
+std::optional<double> median_of(std::vector<double> v);
 
 // Monotonic clock in seconds.
 double now_s();
