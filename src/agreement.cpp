@@ -103,7 +103,11 @@ void Backoff::pause() {
 }
 
 bool StallGuard::expired(double waited_s, int rank) const {
-  return limit_s > 0 && waited_s > limit_s + (rank == 0 ? 0.0 : 3.0);
+  // The other ranks wait longer than rank 0 so that rank 0, while alive, prints the message and
+  // rewrites the report before anybody aborts the job: half the limit, at least 5 s (a report
+  // write on a loaded node or under a sanitizer), at most 60 s.
+  const double margin = rank == 0 ? 0.0 : std::clamp(limit_s / 2, 5.0, 60.0);
+  return limit_s > 0 && waited_s > limit_s + margin;
 }
 
 void StallGuard::fire(MPI_Comm comm, int rank, double waited_s, const std::string& what) const {

@@ -3,10 +3,12 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <thread>
 
 #include "ckptbench/backend.hpp"
 #include "ckptbench/config.hpp"
@@ -401,7 +403,12 @@ int main(int argc, char** argv) {
     if (launcher_rank() == 0) {
       fail(e.what(), 2);
       std::fprintf(stderr, "Run with --help for more information.\n");
+      return 2;
     }
+    // The other ranks leave after rank 0 has printed: a launcher that ends the job at the first
+    // non-zero exit (mpiexec, srun --kill-on-bad-exit) would otherwise kill rank 0 before it
+    // prints. Rank 0's exit ends this sleep in such a launcher; elsewhere it lasts 5 s.
+    std::this_thread::sleep_for(std::chrono::seconds(5));
     return 2;
   }
   try {
