@@ -4,7 +4,8 @@
 #   fuzz/build.sh 30          = fuzz/build.sh safetensors 30 (the original invocation)
 #   fuzz/build.sh --build-only [config|safetensors|all]
 # Needs clang++ (14 tested) and its runtime (Debian: apt-get install clang-14 libclang-rt-14-dev);
-# the config target also needs the MPI, HDF5 and liburing development packages (scripts/setup.sh).
+# the config target also needs MPI, and uses parallel HDF5 and liburing when pkg-config finds them
+# (fuzz/Makefile: CKPT_WITH_HDF5, CKPT_WITH_IO_URING).
 # Environment:
 #   CKPT_FUZZ_DIR     objects, binaries, crash artifacts (default build-fuzz/ in the repo)
 #   CKPT_FUZZ_CORPUS  working corpus (default $CKPT_FUZZ_DIR/corpus-<target>); the checked-in

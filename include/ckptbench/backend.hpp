@@ -148,6 +148,11 @@ struct BackendFactory {
   bool stream_transfers = true;
   std::string stream_refusal;
   std::function<std::unique_ptr<Backend>(const PointConfig&)> create;
+  // Not empty: this binary was configured without the backend, and this says so and how to get
+  // it ("not built (configure with -DCKPT_WITH_HDF5=ON)"). The backend stays in the registry (its
+  // name is known, `ckptbench backends` lists it with this as its status), probe() returns this,
+  // and a config naming it is refused with it (parse_config, before any I/O).
+  std::string not_built;
 };
 
 // Helpers every backend shares.
@@ -183,13 +188,21 @@ class FdFiles {
   std::vector<F> f_;
 };
 
+// The placeholder of a backend the build leaves out (src/backends/not_built.cpp): name and
+// description as the real one, `not_built` = "not built (configure with -D<option>=ON)", probe()
+// returns that, validate() and create() throw ConfigError with it, library() gives
+// {library_key, "not built"} (the report's environment keeps its keys).
+BackendFactory not_built_backend(const std::string& name, const std::string& description,
+                                 const std::string& option, const std::string& library_key);
+
 const std::vector<BackendFactory>& backend_registry();
 // Throws ConfigError listing the known backends.
 const BackendFactory& find_backend(const std::string& name);
 // name -> "" (works) or the reason it does not.
 nlohmann::json probe_backends();
 
-// Each backend file defines one of these.
+// Each backend file defines one of these; src/backends/not_built.cpp defines the ones of the
+// backends the build leaves out (CKPT_WITH_HDF5, CKPT_WITH_IO_URING).
 BackendFactory posix_backend();
 BackendFactory uring_backend();
 BackendFactory mpiio_backend();

@@ -20,6 +20,34 @@ need_binary() {
   fi
 }
 
+# backend_status NAME: the status `ckptbench backends --json` gives backend NAME: "ok", why it
+# does not work here, or "not built (configure with -DCKPT_WITH_...=ON)" in a build without it.
+_backends_json=""
+backend_status() {
+  [ -n "$_backends_json" ] || _backends_json="$("$BIN" backends --json 2> /dev/null)"
+  python3 -c 'import json, sys
+print({b["name"]: b["status"] for b in json.loads(sys.argv[1])}.get(sys.argv[2], "unknown backend"))' \
+    "$_backends_json" "$1" 2> /dev/null || echo "unknown (ckptbench backends --json failed)"
+}
+# backend_built NAME: whether this binary has backend NAME (-DCKPT_WITH_HDF5 / _IO_URING).
+backend_built() {
+  [ -n "$_backends_json" ] || _backends_json="$("$BIN" backends --json 2> /dev/null)"
+  case "$(backend_status "$1")" in "not built"*) return 1 ;; esac
+}
+# need_backend NAME...: skips the whole test (exit 77) when one of the backends is not built.
+need_backend() {
+  local b
+  for b in "$@"; do
+    backend_built "$b" || { echo "skip: backend $b is $(backend_status "$b")"; exit 77; }
+  done
+}
+# skip_unbuilt NAME CASE: true (and prints "skip CASE: ...") when backend NAME is not built, for a
+# test that skips some of its cases:  skip_unbuilt hdf5 "1 hdf5" && continue
+skip_unbuilt() {
+  backend_built "$1" && return 1
+  echo "skip $2: backend $1 is $(backend_status "$1")"
+}
+
 # python_with MODULE: prints a python3 that can import MODULE, or fails. Debian's modules
 # (python3-matplotlib, python3-jsonschema) belong to /usr/bin/python3; a python3 earlier in PATH
 # (pyenv) usually lacks them. CKPT_PYTHON, when set, is tried first.

@@ -9,12 +9,16 @@ need_binary
 DOC="$SRC/docs/config.md"
 make_workdir configs /tmp
 
-# 1. Every shipped config validates and says what it shows.
+# 1. Every shipped config validates and says what it shows (in a build without hdf5 or io_uring,
+# a config using them is refused as "not built", exit 2: skipped).
 n=0
 while IFS= read -r f; do
   n=$((n+1))
   rel="${f#"$SRC"/}"
-  if out="$("$BIN" validate "$f" 2>&1)"; then ok "validate $rel"; else bad "validate $rel: $out"; fi
+  if out="$("$BIN" validate "$f" 2>&1)"; then ok "validate $rel"
+  elif [ $? -eq 2 ] && grep -q "cannot be used: not built (configure with" <<< "$out"; then
+    echo "skip validate $rel: $out"
+  else bad "validate $rel: $out"; fi
   if grep -q '"comment"[[:space:]]*:[[:space:]]*"[^"]' "$f"; then :; else bad "$rel has no \"comment\""; fi
 done < <(find "$SRC/configs" -name '*.json' | sort)
 [ "$n" -ge 10 ] || bad "expected the example configs under configs/, found $n"
@@ -45,6 +49,13 @@ declare -A SECTIONS=(
 )
 : > "$work/accepted"
 for sec in top parallelism model posix io_uring mpiio hdf5 hdf5.metadata_cache; do
+  # A backend this build leaves out has no option table: its section is not checked (nor its
+  # keys in docs/config.md, step 4).
+  if [ "$sec" != top ] && [ "$sec" != parallelism ] && [ "$sec" != model ] &&
+    skip_unbuilt "${sec%%.*}" "section '$sec'"; then
+    unset "SECTIONS[$sec]"
+    continue
+  fi
   keys="$(probe "$sec" "${SECTIONS[$sec]}")" || continue
   ok "section '$sec' rejects an unknown key and lists $(grep -c . <<< "$keys") allowed key(s)"
   for k in $keys; do

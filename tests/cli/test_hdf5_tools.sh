@@ -6,6 +6,8 @@ set -euo pipefail
 command -v h5ls >/dev/null && command -v h5dump >/dev/null ||
   { echo "skip: h5ls/h5dump not installed (Debian package hdf5-tools)"; exit 77; }
 : "${CKPT_BINARY:?}" "${CKPT_MPIEXEC:?}"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+need_backend hdf5
 tmp=$(mktemp -d /tmp/ckpt-h5tools-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }

@@ -4,6 +4,7 @@
 # --csv with the documented columns, one row per point x phase, matching the report.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 need_binary
+need_backend io_uring
 make_workdir output
 cat > "$work/c.json" << 'J'
 {"model": {"name": "tiny", "scale": 0.25}, "parallelism": {"tp": 2, "dp": "auto"},

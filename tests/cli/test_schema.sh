@@ -9,6 +9,7 @@
 SCHEMA="$SRC/docs/report.schema.json"
 DOCS="$SRC/docs/metrics.md"
 need_binary
+need_backend io_uring  # the sweep crosses posix with io_uring (and metrics.md documents its fields)
 if [ ! -f "$SCHEMA" ] || [ ! -f "$DOCS" ]; then echo "FAIL: $SCHEMA or $DOCS missing"; exit 1; fi
 PY="$(python_with jsonschema)" ||
   { echo "skip: no python3 with the jsonschema module (apt install python3-jsonschema)"; exit 77; }

@@ -34,6 +34,7 @@ class RankShift : public ::testing::TestWithParam<std::tuple<const char*, const 
 
 TEST_P(RankShift, RestoreEndsAndVerifiesEveryByte) {
   auto [backend, layout, rpn] = GetParam();
+  CKPT_SKIP_UNLESS_BUILT(backend);
   WorldRun run(config(backend, layout, rpn), "shift");
   const RunResult& r = run.result;
   ASSERT_EQ(r.exit_code, 0) << r.error;

@@ -18,6 +18,7 @@
 using namespace ckpt_test;
 
 TEST(TransferStream, SaveOpsEqualSumOfCeilRunOverBlockSize) {
+  CKPT_SKIP_UNLESS_BUILT("io_uring");
   json c = json::parse(R"({"model": {"name": "llama2-7b", "scale": "1/64"},
       "parallelism": {"tp": 2, "dp": 2, "zero_stage": 1}, "layout": "aggregated-rank",
       "backend": "io_uring", "queue_depth": 8, "direct": true, "transfer": "stream",
@@ -65,6 +66,7 @@ class AnyBlockSize : public ::testing::TestWithParam<std::tuple<const char*, con
 
 TEST_P(AnyBlockSize, WritesAndVerifies) {
   auto [backend, transfer, direct] = GetParam();
+  CKPT_SKIP_UNLESS_BUILT(backend);
   std::mt19937_64 rng(std::hash<std::string>{}(std::string(backend) + transfer) ^ (direct ? 7 : 0));
   std::vector<uint64_t> sizes = {random_block(rng, 512, 4096), random_block(rng, 4096, 64 << 10),
                                  random_block(rng, 64 << 10, 1 << 20),

@@ -14,6 +14,8 @@
 #include "ckptbench/run.hpp"
 #include "support.hpp"
 
+#ifdef CKPT_HAVE_IO_URING
+
 using namespace ckpt_test;
 
 namespace {
@@ -127,3 +129,7 @@ TEST(UringRunOptions, FixedFilesSqpollBatchingSyncPerFile) {
                   {{"sqpoll", true}, {"sqpoll_idle_ms", 20}, {"ring_flags", "auto"}});
   run_and_check(s, false);
 }
+
+#else
+CKPT_BACKEND_NOT_BUILT_TEST(UringRun, "io_uring")
+#endif  // CKPT_HAVE_IO_URING

@@ -1,9 +1,11 @@
 // Size parsing and config validation: every bad input names the key and what is allowed.
 #include <gtest/gtest.h>
 
+#include "ckptbench/backend.hpp"
 #include "ckptbench/config.hpp"
 #include "ckptbench/error.hpp"
 #include "ckptbench/units.hpp"
+#include "support.hpp"
 
 using namespace ckpt;
 using json = nlohmann::json;
@@ -143,10 +145,7 @@ TEST(Config, BadChoicesListAllowed) {
 }
 
 TEST(Config, UnknownKeyInAnUnusedBackendSectionIsAnError) {
-  // backend posix, but the io_uring section has a typo: caught now, not when a sweep reaches it.
-  json d = base();
-  d["io_uring"] = {{"fixed_bufers", true}};
-  expect_error(d, {"io_uring.fixed_bufers", "fixed_buffers"});
+  // backend posix, but the mpiio section has a typo: caught now, not when a sweep reaches it.
   json d2 = base();
   d2["mpiio"] = {{"mode", "collective"}, {"hint", {}}};
   expect_error(d2, {"mpiio.hint", "hints"});
@@ -155,6 +154,11 @@ TEST(Config, UnknownKeyInAnUnusedBackendSectionIsAnError) {
   ok["io_uring"] = {{"fixed_buffers", true}, {"sqpoll", true}};
   ok["hdf5"] = {{"transfer", "collective"}};
   EXPECT_NO_THROW(parse_config(ok));
+  // The keys of a backend this build leaves out are not known, so not checked.
+  CKPT_SKIP_UNLESS_BUILT("io_uring");
+  json d = base();
+  d["io_uring"] = {{"fixed_bufers", true}};
+  expect_error(d, {"io_uring.fixed_bufers", "fixed_buffers"});
 }
 
 TEST(Config, DirectNeedsAlignedBlockSize) {
@@ -184,13 +188,13 @@ TEST(Config, SweepIsCartesianInStableOrder) {
   d.erase("backend");
   d.erase("block_size");
   d["sweep"] = {
-      {"backend", {"posix", "io_uring"}}, {"block_size", {"64K", "1M"}}, {"queue_depth", {1, 8}}};
+      {"backend", {"posix", "mpiio"}}, {"block_size", {"64K", "1M"}}, {"queue_depth", {1, 8}}};
   RunConfig rc = parse_config(d);
   ASSERT_EQ(rc.points.size(), 8u);
   // First key (alphabetical: backend) varies slowest.
   EXPECT_EQ(rc.points[0].backend, "posix");
   EXPECT_EQ(rc.points[3].backend, "posix");
-  EXPECT_EQ(rc.points[4].backend, "io_uring");
+  EXPECT_EQ(rc.points[4].backend, "mpiio");
   EXPECT_EQ(rc.points[0].block_size, 64u << 10);
   EXPECT_EQ(rc.points[2].block_size, 1u << 20);
   EXPECT_EQ(rc.points[1].queue_depth, 8);
@@ -221,6 +225,14 @@ TEST(Config, SweepErrorsNamed) {
 }
 
 TEST(Config, PresetsFillOnlyUnsetKeys) {
+  json t = base();
+  t.erase("layout");
+  t["preset"] = "torchsnapshot";
+  RunConfig rt = parse_config(t);
+  EXPECT_EQ(rt.points[0].layout.kind, LayoutKind::torchsnapshot);
+  EXPECT_EQ(rt.points[0].layout.chunk_size, 512u << 20);
+  EXPECT_EQ(rt.points[0].sync, SyncPolicy::none);
+  CKPT_SKIP_UNLESS_BUILT("io_uring");  // datastates' backend
   json d = base();
   d.erase("layout");
   d.erase("backend");
@@ -233,13 +245,50 @@ TEST(Config, PresetsFillOnlyUnsetKeys) {
   EXPECT_EQ(p.queue_depth, 32);
   EXPECT_EQ(p.block_size, 1u << 20);  // set explicitly in base(): the config wins
   EXPECT_EQ(p.resolved["preset"], "datastates");
-  json t = base();
-  t.erase("layout");
-  t["preset"] = "torchsnapshot";
-  RunConfig rt = parse_config(t);
-  EXPECT_EQ(rt.points[0].layout.kind, LayoutKind::torchsnapshot);
-  EXPECT_EQ(rt.points[0].layout.chunk_size, 512u << 20);
-  EXPECT_EQ(rt.points[0].sync, SyncPolicy::none);
+}
+
+// A placeholder of a backend the build leaves out (what src/backends/not_built.cpp registers for
+// -DCKPT_WITH_HDF5=OFF / -DCKPT_WITH_IO_URING=OFF): listed with the reason, never usable.
+TEST(Config, NotBuiltBackendPlaceholder) {
+  const BackendFactory f =
+      not_built_backend("hdf5", "parallel HDF5", "CKPT_WITH_HDF5", "hdf5_version");
+  EXPECT_EQ(f.name, "hdf5");
+  EXPECT_EQ(f.not_built, "not built (configure with -DCKPT_WITH_HDF5=ON)");
+  EXPECT_EQ(f.probe(), f.not_built);
+  EXPECT_EQ(f.library(), std::make_pair(std::string("hdf5_version"), std::string("not built")));
+  PointConfig p;
+  p.backend = "hdf5";
+  ckpt_test::expect_config_error([&] { f.validate(p); }, "-DCKPT_WITH_HDF5=ON");
+  ckpt_test::expect_config_error([&] { f.create(p); }, "not built");
+}
+
+// In a build without hdf5 / io_uring: a config naming the backend - directly, in a sweep, through
+// a preset or an override - is refused with the key, the value and the reason.
+TEST(Config, NotBuiltBackendRefused) {
+  const std::string h5 = ckpt_test::backend_not_built("hdf5");
+  const std::string ur = ckpt_test::backend_not_built("io_uring");
+  if (h5.empty() && ur.empty()) GTEST_SKIP() << "hdf5 and io_uring are both built";
+  if (!h5.empty()) {
+    json d = base();
+    d["backend"] = "hdf5";
+    d["hdf5"] = {{"transfer", "collective"}};
+    expect_error(d, {"'backend'", "\"hdf5\"", "not built (configure with -DCKPT_WITH_HDF5=ON)",
+                     "this ckptbench has: posix"});
+    json o = base();
+    apply_overrides(o, {"backend=hdf5"});
+    expect_error(o, {"'backend'", "\"hdf5\"", "-DCKPT_WITH_HDF5=ON"});
+  }
+  if (!ur.empty()) {
+    json s = base();
+    s.erase("backend");
+    s["sweep"] = {{"backend", {"posix", "io_uring"}}};
+    expect_error(s, {"'backend'", "\"io_uring\"", "-DCKPT_WITH_IO_URING=ON", "sweep point"});
+    json p = base();
+    p.erase("backend");
+    p["preset"] = "datastates";
+    expect_error(p, {"'backend'", "\"io_uring\" (set by preset \"datastates\")",
+                     "not built (configure with -DCKPT_WITH_IO_URING=ON)"});
+  }
 }
 
 TEST(Config, UnknownPresetListsAllowed) {
@@ -266,7 +315,7 @@ TEST(Overrides, ValuesAreJsonElseStrings) {
 }
 
 TEST(Overrides, FixedKeyRemovesSweepAxisAndAdjustsExclude) {
-  json doc = json::parse(R"({"model": "tiny", "backend": "io_uring",
+  json doc = json::parse(R"({"model": "tiny", "backend": "mpiio",
     "sweep": {"block_size": ["1M", "4M"], "queue_depth": [1, 8]},
     "exclude": [{"block_size": "1M", "queue_depth": 1}, {"block_size": "4M", "queue_depth": 8}]})");
   auto notes = apply_overrides(doc, {"block_size=1M"});

@@ -22,6 +22,8 @@
 #include "ckptbench/units.hpp"
 #include "support.hpp"
 
+#ifdef CKPT_HAVE_IO_URING
+
 namespace fs = std::filesystem;
 using namespace ckpt;
 
@@ -512,3 +514,7 @@ TEST(UringErrors, MisalignedDirectRequestIsNeverSent) {
 }
 
 }  // namespace
+
+#else
+CKPT_BACKEND_NOT_BUILT_TEST(Uring, "io_uring")
+#endif  // CKPT_HAVE_IO_URING
