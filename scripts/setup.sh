@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages ckptbench needs, only those that are missing.
-# Usage: scripts/setup.sh [--with-plots]
-#   (default)     build, tests and scripts/compare.py, scripts/ckptreport.py (standard library)
-#   --with-plots  also python3-matplotlib for scripts/plot.py (it pulls in python3-numpy);
-#                 without it the plot test (tests/cli/test_plot_compare.sh) is skipped
+# Usage: scripts/setup.sh [--with-plots] [--with-cluster]
+#   (default)       build, tests and scripts/compare.py, scripts/ckptreport.py (standard library)
+#   --with-plots    also python3-matplotlib for scripts/plot.py (it pulls in python3-numpy);
+#                   without it the plot test (tests/cli/test_plot_compare.sh) is skipped
+#   --with-cluster  also Slurm and MUNGE (scripts/slurm/local-cluster.sh, a one-node Slurm) and
+#                   bindfs (scripts/multihost/: several MPI hosts on one machine); the tests
+#                   that use them install what is missing themselves when run as root
 set -euo pipefail
 
 with_plots=0
+with_cluster=0
 for a in "$@"; do
   case "$a" in
     --with-plots) with_plots=1 ;;
-    -h|--help) sed -n '2,6s/^# \{0,1\}//p' "$0"; exit 0 ;;
-    *) echo "setup: error: unknown argument '$a' (usage: $0 [--with-plots])" >&2; exit 2 ;;
+    --with-cluster) with_cluster=1 ;;
+    -h|--help) sed -n '2,9s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    *) echo "setup: error: unknown argument '$a' (usage: $0 [--with-plots] [--with-cluster])" >&2; exit 2 ;;
   esac
 done
 
@@ -24,6 +29,9 @@ pkgs=(build-essential cmake pkg-config git
       fio python3 python3-jsonschema)
 if [ $with_plots -eq 1 ]; then
   pkgs+=(python3-matplotlib)
+fi
+if [ $with_cluster -eq 1 ]; then
+  pkgs+=(slurmctld slurmd slurm-client munge bindfs)
 fi
 
 missing=()

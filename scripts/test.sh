@@ -12,7 +12,7 @@ for a in "$@"; do
     *) echo "usage: $0 [--sanitize]" >&2; exit 2 ;;
   esac
 done
-"$CKPT_ROOT/scripts/setup.sh" --with-plots
+"$CKPT_ROOT/scripts/setup.sh" --with-plots --with-cluster
 if [ $sanitize -eq 1 ]; then
   dir="$CKPT_ROOT/build-asan"
   configure_build "$dir" -DCMAKE_BUILD_TYPE=Debug -DCKPT_WERROR=ON -DCKPT_SANITIZE=ON

@@ -1,6 +1,7 @@
 #include "ckptbench/report.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/sysinfo.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -55,6 +57,72 @@ static std::string cpu_model() {
   return "unknown";
 }
 
+// The CPUs this process may run on, as a Linux cpu list ("0-3,8"): what --cpu-bind / --bind-to
+// left it. Empty when sched_getaffinity fails.
+static std::string allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return "";
+  std::string out;
+  for (int c = 0; c < CPU_SETSIZE; c++) {
+    if (!CPU_ISSET(c, &set)) continue;
+    int e = c;
+    while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, &set)) e++;
+    if (!out.empty()) out += ',';
+    out += std::to_string(c);
+    if (e > c) {
+      out += '-';
+      out += std::to_string(e);
+    }
+    c = e;
+  }
+  return out;
+}
+
+// Who started the ranks, from the environment the launcher gives rank 0: the Slurm job and step
+// (with the task layout and binding asked for), else the MPI launcher. Only variables that are
+// set are recorded.
+static json launcher_info() {
+  auto env = [](const char* k) -> std::optional<std::string> {
+    const char* v = std::getenv(k);
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+  json l = json::object();
+  if (auto job = env("SLURM_JOB_ID")) {
+    json s = {{"job_id", *job}};
+    const std::pair<const char*, const char*> keys[] = {{"SLURM_STEP_ID", "step_id"},
+                                                        {"SLURM_JOB_NAME", "job_name"},
+                                                        {"SLURM_JOB_PARTITION", "partition"},
+                                                        {"SLURM_CLUSTER_NAME", "cluster"},
+                                                        {"SLURM_JOB_NODELIST", "nodelist"},
+                                                        {"SLURM_JOB_NUM_NODES", "nodes"},
+                                                        {"SLURM_NTASKS", "ntasks"},
+                                                        {"SLURM_TASKS_PER_NODE", "tasks_per_node"},
+                                                        {"SLURM_CPUS_PER_TASK", "cpus_per_task"},
+                                                        {"SLURM_CPUS_ON_NODE", "cpus_on_node"},
+                                                        {"SLURM_CPU_BIND", "cpu_bind"},
+                                                        {"SLURM_DISTRIBUTION", "distribution"},
+                                                        {"SLURM_MPI_TYPE", "mpi_type"},
+                                                        {"SLURM_OVERCOMMIT", "overcommit"}};
+    for (const auto& [var, key] : keys)
+      if (auto v = env(var)) s[key] = *v;
+    // srun sets SLURM_STEP_ID; `mpirun` inside an allocation does not.
+    l["kind"] = env("SLURM_STEP_ID") && env("SLURM_PROCID") ? "srun" : "slurm-allocation";
+    l["slurm"] = s;
+  } else if (env("OMPI_COMM_WORLD_SIZE")) {
+    l["kind"] = "open-mpi";
+  } else if (env("PMI_RANK") || env("PMI_SIZE")) {
+    l["kind"] = "pmi";
+  } else if (env("PMIX_RANK")) {
+    l["kind"] = "pmix";
+  } else {
+    l["kind"] = "none";
+  }
+  if (l["kind"] != "srun" && env("OMPI_COMM_WORLD_SIZE")) l["mpi_launcher"] = "open-mpi";
+  return l;
+}
+
 json capture_environment(const std::string& target, MPI_Comm comm) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
@@ -63,8 +131,18 @@ json capture_environment(const std::string& target, MPI_Comm comm) {
   gethostname(host, sizeof host - 1);
   std::vector<char> all(static_cast<size_t>(size) * 256);
   MPI_Gather(host, 256, MPI_CHAR, all.data(), 256, MPI_CHAR, 0, comm);
+  char cpus[256] = {0};
+  std::string mine = allowed_cpus();
+  mine.copy(cpus, sizeof cpus - 1);
+  std::vector<char> all_cpus(static_cast<size_t>(size) * 256);
+  MPI_Gather(cpus, 256, MPI_CHAR, all_cpus.data(), 256, MPI_CHAR, 0, comm);
   json env;
   if (rank != 0) return env;
+  json affinity = json::array();
+  for (int r = 0; r < size; r++)
+    affinity.push_back(std::string(&all_cpus[static_cast<size_t>(r) * 256]));
+  env["cpus_allowed"] = affinity;
+  env["launcher"] = launcher_info();
   std::map<std::string, int> per_host;
   std::vector<std::string> hosts;
   for (int r = 0; r < size; r++) {
