@@ -45,11 +45,11 @@ std::string cache_name(CacheMode c) {
 // The point keys, then one option section per registered backend (named after it).
 const std::vector<std::string>& point_keys() {
   static const std::vector<std::string> k = [] {
-    std::vector<std::string> v = {"model",          "parallelism",    "layout",  "chunk_size",
-                                  "ranks_per_file", "ranks_per_node", "backend", "block_size",
-                                  "transfer",       "queue_depth",    "direct",  "sync",
-                                  "align",          "preallocate",    "cache",   "stripe_count",
-                                  "stripe_size",    "stripe_pool",    "preset",  "dcp"};
+    std::vector<std::string> v = {
+        "model",   "parallelism", "layout",      "chunk_size",   "ranks_per_file", "ranks_per_node",
+        "backend", "block_size",  "transfer",    "queue_depth",  "direct",         "sync",
+        "align",   "preallocate", "cache",       "stripe_count", "stripe_size",    "stripe_pool",
+        "preset",  "dcp",         "region_align"};
     for (const auto& b : backend_registry()) v.push_back(b.name);
     return v;
   }();
@@ -309,6 +309,15 @@ PointConfig parse_point(const json& pj_in) {
   if (p.align != 0 && (!is_pow2(p.align) || p.align < 512))
     throw ConfigError("'align': " + std::to_string(p.align) +
                       " is not allowed (a power of two >= 512, or 0 for the file system's value)");
+  if (const json* ra = r.raw("region_align"); ra && ra->is_string() && *ra == "auto") {
+    p.region_align = PointConfig::kRegionAlignAuto;
+  } else if (ra) {
+    p.region_align = r.size("region_align", 0, true);
+    if (p.region_align % 512 != 0)
+      throw ConfigError("'region_align': " + std::to_string(p.region_align) +
+                        " is not allowed (\"auto\", 0 for packed regions, or a multiple of 512 "
+                        "bytes such as 1M or the stripe size)");
+  }
   p.preallocate = r.boolean("preallocate", true);
   std::string cache =
       r.choice("cache", "auto", {"auto", "direct", "fadvise", "rank-shift", "drop-caches", "none"});
@@ -413,6 +422,8 @@ PointConfig parse_point(const json& pj_in) {
   res["direct"] = p.direct;
   res["sync"] = sync;
   res["align"] = p.align;
+  res["region_align"] =
+      p.region_align == PointConfig::kRegionAlignAuto ? json("auto") : json(p.region_align);
   res["preallocate"] = p.preallocate;
   res["cache"] = cache;
   res["stripe_count"] = p.stripe_count;
@@ -430,6 +441,14 @@ bool pads_to_align(const PointConfig& pc) {
   return pc.direct || pc.transfer == TransferMode::stream;
 }
 
+uint64_t region_align_bytes(const PointConfig& pc, uint64_t align) {
+  uint64_t r = pc.region_align;
+  if (r == PointConfig::kRegionAlignAuto)
+    r = pc.stripe_size > 0 ? pc.stripe_size : uint64_t{1} << 20;
+  if (r == 0 || align == 0) return r;
+  return (r + align - 1) / align * align;
+}
+
 PlanInput plan_input(const PointConfig& pc, const ModelDesc& model, const Parallelism& par,
                      uint64_t align, int real_world, std::vector<int> node_of_rank) {
   PlanInput in;
@@ -440,6 +459,7 @@ PlanInput plan_input(const PointConfig& pc, const ModelDesc& model, const Parall
   in.layout = pc.layout;
   in.layout.align = align;
   in.layout.pad_to_align = pads_to_align(pc);
+  in.layout.region_align = region_align_bytes(pc, align);
   in.real_world = real_world;
   in.node_of_rank = std::move(node_of_rank);
   return in;

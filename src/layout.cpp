@@ -56,11 +56,27 @@ nlohmann::json plan_stats_json(const PlanStats& st) {
 
 nlohmann::json plan_file_list(const IoPlan& plan) {
   std::map<uint32_t, const FileSpec*> by_id;
+  // A shared file's regions: per writer, the first and the end offset of the shards it
+  // transfers.
+  std::map<uint32_t, nlohmann::json> regions;
   for (const auto& r : plan.ranks)
-    for (const auto& f : r.files) by_id.emplace(f.id, &f);
+    for (const auto& f : r.files) {
+      by_id.emplace(f.id, &f);
+      if (!f.shared || f.extents.empty()) continue;
+      uint64_t lo = UINT64_MAX, hi = 0;
+      for (const auto& e : f.extents) {
+        if (e.shard < 0) continue;  // the index footer, written by one rank at the end
+        lo = std::min(lo, e.offset);
+        hi = std::max(hi, e.offset + e.padded);
+      }
+      if (hi > 0) regions[f.id].push_back({{"rank", r.rank}, {"offset", lo}, {"end", hi}});
+    }
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& [id, f] : by_id)
-    out.push_back({{"path", f->path}, {"size", f->size}, {"writers", f->writers}});
+  for (const auto& [id, f] : by_id) {
+    nlohmann::json j = {{"path", f->path}, {"size", f->size}, {"writers", f->writers}};
+    if (auto it = regions.find(id); it != regions.end()) j["regions"] = it->second;
+    out.push_back(j);
+  }
   return out;
 }
 
@@ -160,7 +176,14 @@ struct Builder {
     GFile f;
     f.path = path;
     uint64_t cursor = 0;
-    for (int v : vranks) append(f, cursor, v, all_items(v), leader >= 0 ? real_of(v) : real_of(v));
+    // Without a leader each real rank writes its own region: start each at region_align.
+    const uint64_t region = leader < 0 ? in.layout.region_align : 0;
+    int prev = -1;
+    for (int v : vranks) {
+      if (region > 0 && prev >= 0 && real_of(v) != prev) cursor = round_up(cursor, region);
+      prev = real_of(v);
+      append(f, cursor, v, all_items(v), real_of(v));
+    }
     int writer = leader >= 0 ? leader : real_of(vranks.front());
     add_index(f, cursor, writer);
     files.push_back(std::move(f));

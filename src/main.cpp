@@ -154,6 +154,8 @@ int cmd_plan(const std::string& path, const Overrides& ov, int world, bool as_js
     IoPlan plan = make_plan(plan_input(p, m, par, point_align(p, 4096), w, node_of_rank));
     json pt = plan_stats_json(plan.stats);
     pt["block_size"] = p.block_size;
+    pt["align"] = point_align(p, 4096);
+    pt["region_align"] = region_align_bytes(p, point_align(p, 4096));
     pt["transfers"] =
         transfer_stats_json(transfer_stats(plan, p.block_size, p.transfer), p.transfer);
     pt["index"] = i + 1;
@@ -207,11 +209,22 @@ int cmd_plan(const std::string& path, const Overrides& ov, int world, bool as_js
     if (p["block_size"].get<uint64_t>() > t["largest_run_bytes"].get<uint64_t>())
       std::printf("  note: block_size exceeds the largest contiguous run: it has no effect here\n");
     if (p.contains("file_list")) {
-      std::printf("  files (in write order; size, writer ranks):\n");
-      for (const auto& f : p["file_list"])
+      std::printf(
+          "  files (in write order; size, writer ranks; offsets at multiples of %llu, "
+          "each writer's region of a shared file at multiples of %llu):\n",
+          static_cast<unsigned long long>(p["align"].get<uint64_t>()),
+          static_cast<unsigned long long>(p["region_align"].get<uint64_t>()));
+      for (const auto& f : p["file_list"]) {
         std::printf("    %s %llu %s\n", f["path"].get<std::string>().c_str(),
                     static_cast<unsigned long long>(f["size"].get<uint64_t>()),
                     f["writers"].dump().c_str());
+        // A shared file: where each writer's bytes are (region_align decides their starts).
+        if (f.contains("regions"))
+          for (const auto& g : f["regions"])
+            std::printf("      rank %d writes [%llu, %llu)\n", g["rank"].get<int>(),
+                        static_cast<unsigned long long>(g["offset"].get<uint64_t>()),
+                        static_cast<unsigned long long>(g["end"].get<uint64_t>()));
+      }
     }
   }
   return 0;

@@ -45,6 +45,7 @@ json plan_json(const IoPlan& plan, const PointConfig& pc, const Parallelism& par
   j["virtual_ranks"] = virtual_world(par);
   j["parallelism"] = parallelism_to_json(par);
   j["align"] = align;
+  j["region_align"] = region_align_bytes(pc, align);
   j["any_shared_file"] = plan.any_shared;
   return j;
 }

@@ -32,6 +32,10 @@ struct PointConfig {
   bool direct = false;
   SyncPolicy sync = SyncPolicy::end;
   uint64_t align = 0;  // 0 = from the file system (statx DIOALIGN), else forced
+  // Start of each writer's region in a shared file: kRegionAlignAuto = the stripe size when set,
+  // else 1 MiB; 0 = packed (only `align`); else these bytes. See region_align_bytes().
+  static constexpr uint64_t kRegionAlignAuto = ~uint64_t{0};
+  uint64_t region_align = kRegionAlignAuto;
   bool preallocate = true;
   CacheMode cache = CacheMode::auto_;
   int stripe_count = 0;  // 0 = unset (Lustre only)
@@ -91,6 +95,13 @@ const std::vector<Preset>& presets();
 // Whether a point's extent lengths are rounded up to `align`: O_DIRECT needs it, and a stream
 // (transfer "stream") must have no holes between the extents it serialises.
 bool pads_to_align(const PointConfig& pc);
+
+// Where each writer's region of a file that several real ranks write starts: a multiple of this
+// (0 = right after the previous writer's, at `align`). "auto" = the point's stripe_size when set,
+// else 1 MiB: ranks then share no Lustre stripe (no lock ping-pong between writers) and no page
+// of the page cache, and each region starts where a per-rank file would (IOR's segments do the
+// same). Rounded up to a multiple of `align`.
+uint64_t region_align_bytes(const PointConfig& pc, uint64_t align);
 
 // The plan input of a point: its layout with the alignment in force, padding to it when `direct`
 // needs it or when `transfer: stream` serialises extents back to back (so runs have no holes).

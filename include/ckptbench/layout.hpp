@@ -35,6 +35,9 @@ struct LayoutOptions {
   bool pad_to_align = false;  // transfer lengths rounded up to `align` (required by O_DIRECT)
   uint64_t chunk_size = 0;    // 0 = off; else split every file into chunk files of this size
   int ranks_per_file = 0;     // 0 = layout default; k > 1 aggregates k virtual ranks per file
+  // In a file that several real ranks write (shared-file, aggregated-rank with ranks_per_file
+  // > 1), each writer's region starts at a multiple of this (a multiple of align); 0 = packed.
+  uint64_t region_align = 0;
   // PyTorch DCP FileSystemWriter options (layouts torch-dcp, megatron-dist): thread_count (files
   // per rank; 0 = the framework's default: 1 for torch-dcp, 2 for megatron-dist) and
   // single_file_per_rank (false: one file per tensor item).

@@ -177,6 +177,24 @@ TEST(Config, DirectNeedsAlignedBlockSize) {
   EXPECT_NO_THROW(parse_config(ok));
 }
 
+// region_align: "auto" is the stripe size when set, else 1 MiB, rounded up to `align`.
+TEST(Config, RegionAlignAutoZeroAndBad) {
+  json d = base();
+  RunConfig rc = parse_config(d);
+  EXPECT_EQ(region_align_bytes(rc.points[0], 4096), 1u << 20);
+  EXPECT_EQ(rc.points[0].resolved["region_align"], "auto");
+  d["stripe_size"] = "4M";
+  EXPECT_EQ(region_align_bytes(parse_config(d).points[0], 4096), 4u << 20);
+  d["region_align"] = 0;
+  EXPECT_EQ(region_align_bytes(parse_config(d).points[0], 4096), 0u);
+  d["region_align"] = "6K";
+  EXPECT_EQ(region_align_bytes(parse_config(d).points[0], 4096), 8192u);
+  d["region_align"] = 1000;
+  expect_error(d, {"'region_align'", "1000", "multiple of 512"});
+  d["region_align"] = "sometimes";
+  expect_error(d, {"region_align"});
+}
+
 TEST(Config, AlignMustBePowerOfTwo) {
   json d = base();
   d["align"] = 3000;

@@ -120,6 +120,38 @@ TEST(Layout, SharedFileHasAllWritersAndOneCreator) {
   check_extents(plan, 4096, false);
 }
 
+// Each writer's region of a shared file starts at a multiple of region_align; 0 packs them.
+TEST(Layout, SharedFileRegionsStartAtRegionAlign) {
+  for (uint64_t region : {uint64_t{0}, uint64_t{1} << 20, uint64_t{3} << 20}) {
+    Fixture fx(LayoutKind::shared_file);
+    fx.in.layout.region_align = region;
+    IoPlan plan = make_plan(fx.in);
+    check_extents(plan, 4096, false);
+    uint64_t prev_end = 0;
+    int unaligned = 0;
+    for (const auto& r : plan.ranks) {
+      uint64_t lo = UINT64_MAX, hi = 0;
+      for (const auto& e : r.files[0].extents)
+        if (e.shard >= 0) {
+          lo = std::min(lo, e.offset);
+          hi = std::max(hi, e.offset + e.padded);
+        }
+      ASSERT_LT(lo, hi) << "rank " << r.rank;
+      if (region > 0) {
+        EXPECT_EQ(lo % region, 0u) << "rank " << r.rank << " region " << region;
+      } else {
+        // Packed: the next writer starts at the first `align` boundary after the previous one.
+        EXPECT_EQ(lo, (prev_end + 4095) / 4096 * 4096) << "rank " << r.rank;
+        unaligned += lo % (uint64_t{1} << 20) != 0;
+      }
+      prev_end = hi;
+    }
+    if (region == 0) {
+      EXPECT_GT(unaligned, 0) << "the tiny model's regions all fell on 1 MiB";
+    }
+  }
+}
+
 TEST(Layout, AggregatedNodeLeaderWritesForItsNode) {
   Fixture fx(LayoutKind::aggregated_node);
   IoPlan plan = make_plan(fx.in);
