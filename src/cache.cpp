@@ -31,13 +31,17 @@ json defeat_cache(RunState& rs, PointRun& pt, const std::string& dir, const Rank
     });
     rs.agree(o2, m2, 0);
   }
-  // Residency of the files this rank will read (sampled: at most 256 files per rank).
+  // Residency of the bytes this rank will read (sampled: at most 256 files per rank): its
+  // extents, not whole files - in a shared file the other ranks' regions do not count.
   uint64_t res_b = 0, tot_b = 0;
   size_t sampled = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (const auto& f : reads.files) {
     if (sampled++ >= 256) break;
     uint64_t rb = 0, fb = 0;
-    if (resident_fraction(dir + "/" + f.path, &rb, &fb) >= 0) {
+    ranges.clear();
+    for (const auto& e : f.extents) ranges.push_back({e.offset, e.padded});
+    if (!ranges.empty() && resident_in_ranges(dir + "/" + f.path, ranges, &rb, &fb) >= 0) {
       res_b += rb;
       tot_b += fb;
     }

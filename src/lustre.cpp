@@ -498,7 +498,8 @@ void stripe_hints(const StripeRequest& req, std::map<std::string, std::string>& 
 // ---- Node awareness. ----
 
 json per_node_bandwidth(const std::vector<int>& node_of_rank, const std::vector<double>& rank_bytes,
-                        const std::vector<double>& rank_times_s) {
+                        const std::vector<double>& rank_times_s,
+                        const std::vector<std::string>& node_names) {
   if (node_of_rank.size() != rank_bytes.size() || node_of_rank.size() != rank_times_s.size())
     throw std::invalid_argument(
         "per_node_bandwidth: node_of_rank, rank_bytes and rank_times_s "
@@ -522,6 +523,7 @@ json per_node_bandwidth(const std::vector<int>& node_of_rank, const std::vector<
   int counted = 0, slowest = -1;
   for (const auto& [node, a] : nodes) {
     json e = {{"node", node}, {"ranks", a.ranks}, {"bytes", a.bytes}, {"time_s", a.time}};
+    if (static_cast<size_t>(node) < node_names.size()) e["host"] = node_names[node];
     if (a.time > 0) {
       double bw = a.bytes / a.time / static_cast<double>(1ull << 30);
       e["bandwidth_GiBps"] = bw;
@@ -541,6 +543,7 @@ json per_node_bandwidth(const std::vector<int>& node_of_rank, const std::vector<
   if (counted > 0) {
     res["bandwidth_GiBps"] = {{"min", mn}, {"mean", sum / counted}, {"max", mx}};
     res["slowest_node"] = slowest;
+    if (static_cast<size_t>(slowest) < node_names.size()) res["slowest_host"] = node_names[slowest];
     res["node_imbalance"] = mn > 0 ? json(mx / mn) : json(nullptr);
   } else {
     res["bandwidth_GiBps"] = nullptr;

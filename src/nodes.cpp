@@ -29,6 +29,16 @@ NodeMap node_map(MPI_Comm comm, int ranks_per_node) {
           static_cast<int>(std::lower_bound(uniq.begin(), uniq.end(), leaders[r]) - uniq.begin());
   }
   nm.nodes = *std::max_element(nm.node_of_rank.begin(), nm.node_of_rank.end()) + 1;
+  char name[MPI_MAX_PROCESSOR_NAME] = {0};
+  int len = 0;
+  MPI_Get_processor_name(name, &len);
+  std::vector<char> all(static_cast<size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
+                MPI_CHAR, comm);
+  nm.names.assign(static_cast<size_t>(nm.nodes), std::string());
+  for (int r = size - 1; r >= 0; r--)  // ends with each node's lowest rank
+    nm.names[static_cast<size_t>(nm.node_of_rank[r])] =
+        std::string(&all[static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
   return nm;
 }
 

@@ -71,6 +71,28 @@ void check_striping(RunState& rs, PointRun& pt, const std::string& dir) {
   if (!w.empty()) pt.warn(rs, w);
 }
 
+// After the cache defeat: when a quarter or more of what the restore will read is still in the
+// page cache (measured, all ranks agree on it: an all-reduced value), the restore measures memory
+// and the report says so, once per point. O_DIRECT and cache "none" are exempt (they bypass the
+// cache or asked to keep it). With rank-shift this is what nodes sharing one page cache give.
+void warn_if_cached(RunState& rs, PointRun& pt, const json& cache, int rep) {
+  if (pt.warned_cached || pt.pc.direct || pt.cache == CacheMode::none ||
+      pt.cache == CacheMode::direct)
+    return;
+  const double frac = cache.value("resident_fraction", 0.0);
+  if (frac < 0.25) return;
+  pt.warned_cached = true;
+  char pct[16];
+  std::snprintf(pct, sizeof pct, "%.0f%%", frac * 100);
+  std::string w = "cache '" + cache_name(pt.cache) + "' left " + pct +
+                  " of the bytes the restore reads in the page cache (repetition " +
+                  std::to_string(rep + 1) + "): the restore measures memory, not storage";
+  if (pt.cache == CacheMode::rank_shift)
+    w += " (the nodes share a page cache: several hosts on one machine, or a file system that "
+         "caches across clients)";
+  pt.warn(rs, w);
+}
+
 // While a repetition runs, the stall guard (stall_timeout_s) is armed and, on rank 0, records a
 // stall in the report (the finished repetitions, this point "incomplete", the stall as the error)
 // before it ends the job.
@@ -121,6 +143,7 @@ void run_repetition(RunState& rs, PointRun& pt, int rep) {
                                   (rs.rank + std::max(1, rs.size / pt.prep.nodes.nodes)) % rs.size)]
                             : mine;
   rj["cache"] = defeat_cache(rs, pt, dir, reads);
+  warn_if_cached(rs, pt, rj["cache"], rep);
   if (fault_requested(pt.index, rep + 1, "between", rs.rank)) damage_between_phases(mine, dir);
   dp.set_rank_shift(pt.cache == CacheMode::rank_shift);
   PhaseResult restore = run_phase(rs, pt, Phase::restore, reads, dir, rep_fd.get(), dp, rep);
@@ -135,8 +158,10 @@ void run_repetition(RunState& rs, PointRun& pt, int rep) {
   }
   if (pt.prep.nodes.nodes > 1) {
     const auto& nodes = pt.prep.nodes.node_of_rank;
-    rj["save"]["per_node"] = per_node_bandwidth(nodes, save.rank_bytes, save.rank_times_s);
-    rj["restore"]["per_node"] = per_node_bandwidth(nodes, restore.rank_bytes, restore.rank_times_s);
+    const auto& names = pt.prep.nodes.names;
+    rj["save"]["per_node"] = per_node_bandwidth(nodes, save.rank_bytes, save.rank_times_s, names);
+    rj["restore"]["per_node"] =
+        per_node_bandwidth(nodes, restore.rank_bytes, restore.rank_times_s, names);
   }
   if (rep == 0) check_striping(rs, pt, dir);
   rj["verified"] = rs.cfg.verify;

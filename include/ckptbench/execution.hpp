@@ -114,6 +114,7 @@ struct PointRun {
   nlohmann::json pj;  // the point's report
   nlohmann::json warnings = nlohmann::json::array();
   nlohmann::json reps = nlohmann::json::array();
+  bool warned_cached = false;  // the restore-in-page-cache warning was given (once per point)
   void warn(const RunState& rs, const std::string& w);
 };
 

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ckpt {
 
@@ -122,6 +124,12 @@ bool supports_odirect(const std::string& dir, std::string* why = nullptr);
 // Before a restore: make this rank's written pages clean and drop them (fdatasync +
 // posix_fadvise DONTNEED per file). Throws IoError.
 void fadvise_dontneed(const std::string& path);
+// Bytes of [offset, offset + length) ranges of a file resident in the page cache (mmap + mincore,
+// whole pages; ranges past the end are cut): *resident_bytes of *range_bytes. An empty list means
+// the whole file. Returns the fraction, or -1 if unknown.
+double resident_in_ranges(const std::string& path,
+                          const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
+                          uint64_t* resident_bytes, uint64_t* range_bytes);
 // Fraction of a file's pages resident in the page cache (mmap + mincore); -1 if unknown.
 double resident_fraction(const std::string& path, uint64_t* resident_bytes = nullptr,
                          uint64_t* file_bytes = nullptr);

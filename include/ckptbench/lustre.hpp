@@ -97,11 +97,13 @@ void stripe_hints(const StripeRequest& req, std::map<std::string, std::string>& 
 // bytes = sum, time_s = max over its ranks (a node is done when its slowest rank is),
 // GiBps = bytes / time_s / 2^30 (null when time is 0). Returns {"nodes": N, "per_node": [{"node",
 // "ranks", "bytes", "time_s", "bandwidth_GiBps"}], "bandwidth_GiBps": {"min", "mean", "max"},
-// "slowest_node", "node_imbalance" (max/min node GiB/s)}. Throws std::invalid_argument on
+// "slowest_node", "node_imbalance" (max/min node GiB/s)}. With node_names (one per node index),
+// each entry also has "host" and the result "slowest_host". Throws std::invalid_argument on
 // mismatched lengths or a negative node index.
 nlohmann::json per_node_bandwidth(const std::vector<int>& node_of_rank,
                                   const std::vector<double>& rank_bytes,
-                                  const std::vector<double>& rank_times_s);
+                                  const std::vector<double>& rank_times_s,
+                                  const std::vector<std::string>& node_names = {});
 
 // Runs argv[0] (looked up in PATH) with argv, stdin from /dev/null, capturing stdout and stderr
 // (each truncated at 1 MiB). posix_spawnp, not fork: safe in an MPI process with registered

@@ -3,6 +3,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <string>
 #include <vector>
 
 #include "ckptbench/config.hpp"
@@ -13,6 +14,9 @@ struct NodeMap {
   std::vector<int> node_of_rank;
   int nodes = 1;
   bool emulated = false;
+  // Per node: its host (MPI_Get_processor_name of the node's lowest rank); for emulated nodes,
+  // the host of their first rank (several emulated nodes may then share one host).
+  std::vector<std::string> names;
 };
 
 // Collective on comm: nodes from MPI_COMM_TYPE_SHARED, or consecutive groups of ranks_per_node.

@@ -152,7 +152,9 @@ fi
 
 # ---- Called by Open MPI as ssh: [options] HOST COMMAND...
 if [ -n "${CKPT_MULTIHOST_LOG:-}" ]; then
-  { printf '%s pid %s on %s:' "$(date +%T.%N)" "$$" "$(hostname)"; printf ' [%s]' "$@"; echo; } >> "$CKPT_MULTIHOST_LOG"
+  # One write per call (O_APPEND), so the lines of agents started at once do not interleave.
+  line="$(printf '%s pid %s on %s:' "$(date +%T.%N)" "$$" "$(hostname)"; printf ' [%s]' "$@")"
+  printf '%s\n' "$line" >> "$CKPT_MULTIHOST_LOG"
 fi
 while [ $# -gt 0 ]; do
   case "$1" in

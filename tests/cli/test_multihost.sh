@@ -101,8 +101,10 @@ expect() {
 # arguments Open MPI passes it.
 CKPT_MULTIHOST_LOG="$work/agent.log" run shared -- --set cache=rank-shift
 if [ $code -eq 0 ]; then ok "2 hosts x 2 ranks, shared page cache: exit 0"; else bad "shared: exit $code: $(tail -c 1500 <<< "$out")"; fi
-if [ "$(wc -l < "$work/agent.log" 2> /dev/null)" -eq 2 ] && grep -q '^.* on [^:]*: \[ckpt-node1\] \[ *orted\] ' "$work/agent.log" \
-   && grep -q '\[ckpt-node2\] \[ *orted\] .*\[orte_hnp_uri\]' "$work/agent.log"; then
+# The command is `orted ...`, or with a prefix (mpiexec called by its absolute path) a shell line
+# that sets PATH and runs /usr/bin/orted.
+if [ "$(wc -l < "$work/agent.log" 2> /dev/null)" -eq 2 ] && grep -q '^.* on [^:]*: \[ckpt-node1\] \[[^]]*orted\] ' "$work/agent.log" \
+   && grep -q '\[ckpt-node2\] \[[^]]*orted\] .*\[orte_hnp_uri\]' "$work/agent.log"; then
   ok "Open MPI called the agent twice as 'AGENT HOST orted ...' (ckpt-node1, ckpt-node2)"
 else
   bad "agent calls: $(cut -c1-300 "$work/agent.log" 2> /dev/null)"
@@ -115,8 +117,8 @@ expect "(a) node detection (MPI_COMM_TYPE_SHARED): plan.nodes 2, not emulated; c
 assert p["plan"]["nodes"] == 2 and p["plan"]["nodes_emulated"] is False, (p["plan"]["nodes"], p["plan"]["nodes_emulated"])
 assert p["settings"]["cache"] == "rank-shift", p["settings"]["cache"]
 assert not any("single real node" in w for w in p["warnings"]), p["warnings"]'
-# per_node entries carry the node index; node i is the i-th host of environment.hosts (both are
-# ordered by the lowest rank on the node), so the ranks per entry must match ranks_per_node.
+# per_node entries carry the node index and its host; the ranks per entry must match
+# ranks_per_node of that host, and slowest_host names the slowest entry.
 expect "(d) per_node save and restore: 2 entries (one per host), imbalance = max/min, slowest = min" "$work/shared.json" '
 assert len(reps) == 2
 for r in reps:
@@ -124,29 +126,32 @@ for r in reps:
         pn = r[ph]["per_node"]
         assert pn["nodes"] == 2 and len(pn["per_node"]) == 2, (ph, pn)
         assert [e["node"] for e in pn["per_node"]] == [0, 1], pn["per_node"]
-        assert [e["ranks"] for e in pn["per_node"]] == [env["ranks_per_node"][h] for h in env["hosts"]], pn["per_node"]
+        assert [e["host"] for e in pn["per_node"]] == env["hosts"], pn["per_node"]
+        assert [e["ranks"] for e in pn["per_node"]] == [env["ranks_per_node"][e["host"]] for e in pn["per_node"]], pn["per_node"]
         assert abs(sum(e["bytes"] for e in pn["per_node"]) - r[ph]["bytes"]) < 1, (sum(e["bytes"] for e in pn["per_node"]), r[ph]["bytes"])
         bw = [e["bandwidth_GiBps"] for e in pn["per_node"]]
         assert min(bw) > 0, bw
         assert abs(pn["node_imbalance"] - max(bw) / min(bw)) < 1e-9 and pn["node_imbalance"] >= 1, (pn["node_imbalance"], bw)
         assert pn["slowest_node"] == bw.index(min(bw)), (pn["slowest_node"], bw)
+        assert pn["slowest_host"] == pn["per_node"][pn["slowest_node"]]["host"], pn
         assert abs(pn["bandwidth_GiBps"]["min"] - min(bw)) < 1e-12 and abs(pn["bandwidth_GiBps"]["max"] - max(bw)) < 1e-12
         info += "%s%d %s GiB/s x%.2f; " % (ph, r["repetition"], "/".join("%.2f" % x for x in bw), pn["node_imbalance"])
 info = "node1/node2 GiB/s and imbalance: " + info.rstrip("; ")'
-expect "(e) rank-shift on one shared page cache: every repetition resident_fraction > 0.5, status ok, verified" "$work/shared.json" '
+# "any": drop_caches is global, and a test running beside this one (ctest -j) may empty the cache
+# before one repetition's restore; a page cache shared by the hosts shows in the others.
+expect "(e) rank-shift on one shared page cache: resident_fraction > 0.5 (in some repetition), status ok, verified" "$work/shared.json" '
 assert d["status"] == "ok" and p["status"] == "ok", (d["status"], p["status"])
 fr = [r["cache"]["resident_fraction"] for r in reps]
 assert all(r["cache"]["method"] == "rank-shift" for r in reps)
-assert all(f > 0.5 for f in fr), fr
+assert any(f > 0.5 for f in fr), fr
 want = p["plan"]["payload_bytes"] + p["plan"]["index_bytes"]
 assert all(r["verified"] and r["bytes_verified"] == want for r in reps), ([r["bytes_verified"] for r in reps], want)
 info = "resident_fraction %s" % ", ".join("%.3f" % f for f in fr)'
-# The tool should say that rank-shift did not keep the files out of the cache here. It does not yet
-# (C++: no warning from the measured residency); reported as xfail, not counted, until it does.
-if [ "$(check "$work/shared.json" 'assert any("resident" in w or "page cache" in w for w in p["warnings"])')" = ok ]; then
-  ok "(e) the point warns that the restore's files were still cached"
+# The tool must say that rank-shift did not keep the files out of the cache here.
+if [ "$(check "$work/shared.json" 'assert any("page cache" in w and "nodes share a page cache" in w for w in p["warnings"])')" = ok ]; then
+  ok "(e) the point warns that the restore's bytes were still cached (the nodes share a page cache)"
 else
-  echo "xfail (e) no warning although resident_fraction > 0.5 under rank-shift (known C++ gap; warnings: $(jq_py "$work/shared.json" "d['points'][0]['warnings']"))"
+  bad "(e) no warning although resident_fraction > 0.5 under rank-shift (warnings: $(jq_py "$work/shared.json" "d['points'][0]['warnings']"))"
 fi
 
 # ---- (c): the same with a FUSE view of the target per host: the reader's host never cached the
@@ -171,7 +176,7 @@ info = "resident_fraction %s" % ", ".join("%.3f" % f for f in fr)'
   expect "(c') per-host caches, cache none (own files): resident_fraction > 0.5, status ok" "$work/fuse-own.json" '
 assert d["status"] == "ok", d["status"]
 fr = [r["cache"]["resident_fraction"] for r in reps]
-assert env["file_system"]["type"] == "fuse" and all(f > 0.5 for f in fr), (env["file_system"]["type"], fr)
+assert env["file_system"]["type"] == "fuse" and any(f > 0.5 for f in fr), (env["file_system"]["type"], fr)
 info = "resident_fraction %s" % ", ".join("%.3f" % f for f in fr)'
 fi
 
@@ -213,7 +218,7 @@ lines = [l for l in sys.argv[1].splitlines() if "resident_fraction [" in l]
 fr = [[float(x) for x in re.search(r"resident_fraction \[([^]]*)\]", l).group(1).split(",")] for l in lines]
 ok = (len(lines) == 2 and "shared.json" in lines[0] and "per-host.json" in lines[1]
       and all("[\x27ckpt-node1\x27, \x27ckpt-node2\x27] emulated False" in l for l in lines)
-      and min(fr[0]) > 0.5 and max(fr[1]) < 0.1)
+      and max(fr[0]) > 0.5 and max(fr[1]) < 0.1)
 print("ok" if ok else "wrong")' "$o" 2>&1)"
   if [ $c -eq 0 ] && [ "$r" = ok ]; then
     ok "docs/cluster.md example runs as written ($((SECONDS - t0)) s): $(grep -o 'resident_fraction.*' <<< "$o" | tr '\n' ';')"

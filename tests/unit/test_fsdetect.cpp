@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -14,8 +15,11 @@
 #include "ckptbench/error.hpp"
 #include "ckptbench/fs.hpp"
 #include "ckptbench/lustre.hpp"
+#include "support.hpp"
 
 using namespace ckpt;
+using ckpt_test::disk_tmp_base;
+using ckpt_test::TmpDir;
 namespace fsys = std::filesystem;
 
 TEST(FsTypeName, ClusterAndLocalFileSystems) {
@@ -127,4 +131,45 @@ TEST(ProbeFs, TmpfsMountedByTheTest) {
 
 TEST(ProbeFs, MissingDirectoryIsAnIoError) {
   EXPECT_THROW(probe_fs("/nonexistent/ckptbench/dir"), IoError);
+}
+
+// Residency over byte ranges: a file on disk, its cache dropped, then half of it read back.
+TEST(Residency, CountsOnlyTheRangesAsked) {
+  TmpDir d("resid", disk_tmp_base());
+  const std::string path = d.path + "/f";
+  const uint64_t mib = 1 << 20;
+  {
+    std::string buf(4 * mib, 'x');
+    FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fwrite(buf.data(), 1, buf.size(), f), buf.size());
+    std::fclose(f);
+  }
+  fadvise_dontneed(path);
+  uint64_t res = 1, tot = 0;
+  ASSERT_GE(resident_in_ranges(path, {}, &res, &tot), 0);
+  EXPECT_EQ(tot, 4 * mib);
+  EXPECT_LT(res, mib) << "the cache of a clean file was not dropped";
+  {  // Read the first 2 MiB back into the cache.
+    std::string buf(2 * mib, '\0');
+    FILE* f = std::fopen(path.c_str(), "rb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fread(buf.data(), 1, buf.size(), f), buf.size());
+    std::fclose(f);
+  }
+  // Ranges: the first half (read: resident), a bit of the second (not read, but read-ahead may
+  // have fetched some), and a range past the end (cut).
+  double first = resident_in_ranges(path, {{0, 2 * mib}}, &res, &tot);
+  EXPECT_DOUBLE_EQ(first, 1.0);
+  EXPECT_EQ(tot, 2 * mib);
+  // Ranges that do not start on a page count their bytes, not whole pages.
+  resident_in_ranges(path, {{100, 1000}, {5000, 10}}, &res, &tot);
+  EXPECT_EQ(tot, 1010u);
+  EXPECT_EQ(res, 1010u);
+  resident_in_ranges(path, {{4 * mib - 10, 100}, {8 * mib, 4096}}, &res, &tot);
+  EXPECT_EQ(tot, 10u);
+  // The last 1 MiB was never read: read-ahead after a 2 MiB read does not reach it.
+  double last = resident_in_ranges(path, {{3 * mib, mib}}, &res, &tot);
+  EXPECT_LT(last, 0.5);
+  EXPECT_EQ(resident_in_ranges(d.path + "/missing", {}, &res, &tot), -1);
 }

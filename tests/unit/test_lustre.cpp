@@ -595,6 +595,15 @@ TEST(PerNodeBandwidth, SumsBytesAndTakesTheSlowestRank) {
   EXPECT_DOUBLE_EQ(j["node_imbalance"].get<double>(), 2.0);
 }
 
+TEST(PerNodeBandwidth, NamesTheHosts) {
+  json j = per_node_bandwidth({0, 0, 1, 1}, {1, 1, 1, 1}, {1.0, 1.0, 2.0, 1.0}, {"n1", "n2"});
+  EXPECT_EQ(j["per_node"][0]["host"], "n1");
+  EXPECT_EQ(j["per_node"][1]["host"], "n2");
+  EXPECT_EQ(j["slowest_node"], 1);
+  EXPECT_EQ(j["slowest_host"], "n2");
+  EXPECT_FALSE(per_node_bandwidth({0}, {1}, {1})["per_node"][0].contains("host"));
+}
+
 TEST(PerNodeBandwidth, EmulatedNodesAndEdgeCases) {
   // ranks_per_node 2 on 4 ranks: node = rank / 2 -> 2 nodes.
   std::vector<int> node;
