@@ -518,10 +518,6 @@ double resident_in_ranges(const std::string& path,
   return total ? static_cast<double>(res) / static_cast<double>(total) : 0.0;
 }
 
-double resident_fraction(const std::string& path, uint64_t* resident_bytes, uint64_t* file_bytes) {
-  return resident_in_ranges(path, {}, resident_bytes, file_bytes);
-}
-
 bool can_drop_caches() { return geteuid() == 0 && access("/proc/sys/vm/drop_caches", W_OK) == 0; }
 
 std::string drop_caches() {

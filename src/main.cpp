@@ -151,11 +151,12 @@ int cmd_plan(const std::string& path, const Overrides& ov, int world, bool as_js
     int rpn = p.ranks_per_node > 0 ? p.ranks_per_node : w;
     std::vector<int> node_of_rank(static_cast<size_t>(w));
     for (int r = 0; r < w; r++) node_of_rank[static_cast<size_t>(r)] = r / rpn;
-    IoPlan plan = make_plan(plan_input(p, m, par, point_align(p, 4096), w, node_of_rank));
+    const uint64_t align = point_align(p, 4096);
+    IoPlan plan = make_plan(plan_input(p, m, par, align, w, node_of_rank));
     json pt = plan_stats_json(plan.stats);
     pt["block_size"] = p.block_size;
-    pt["align"] = point_align(p, 4096);
-    pt["region_align"] = region_align_bytes(p, point_align(p, 4096));
+    pt["align"] = align;
+    pt["region_align"] = region_align_bytes(p, align);
     pt["transfers"] =
         transfer_stats_json(transfer_stats(plan, p.block_size, p.transfer), p.transfer);
     pt["index"] = i + 1;

@@ -130,9 +130,6 @@ void fadvise_dontneed(const std::string& path);
 double resident_in_ranges(const std::string& path,
                           const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
                           uint64_t* resident_bytes, uint64_t* range_bytes);
-// Fraction of a file's pages resident in the page cache (mmap + mincore); -1 if unknown.
-double resident_fraction(const std::string& path, uint64_t* resident_bytes = nullptr,
-                         uint64_t* file_bytes = nullptr);
 // Drops the page cache of this node (sync; echo 3 > /proc/sys/vm/drop_caches). "" or the reason.
 std::string drop_caches();
 bool can_drop_caches();
