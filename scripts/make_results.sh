@@ -94,5 +94,11 @@ run backends "$CKPT_ROOT/configs/sweep-backends.json" 5
 run sweep-blocksize-qd "$CKPT_ROOT/configs/sweep-blocksize-qd.json" 3
 run queue-depth "$CKPT_ROOT/configs/paper/queue-depth-sweep.json" 3
 run aggregation-granularity "$CKPT_ROOT/configs/paper/aggregation-granularity.json" 3
+# Checkpoint lifecycle: async beside sync saves with compute, cadence with retention, a restore at
+# another parallelism, a weights-only restore by reads and by mmap.
+run lifecycle-async "$CKPT_ROOT/configs/lifecycle-async.json" 3
+run lifecycle-cadence "$CKPT_ROOT/configs/lifecycle-cadence.json" 1
+run reshard "$CKPT_ROOT/configs/reshard-tp4pp2-to-tp2.json" 3
+run restore-weights-only "$CKPT_ROOT/configs/restore-weights-only.json" 3
 echo "== load after the runs: $(uptime)" | tee -a "$OUT/machine.txt"
 echo "results written to $OUT (describe them in results/README.md)"

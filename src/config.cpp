@@ -46,10 +46,12 @@ std::string cache_name(CacheMode c) {
 const std::vector<std::string>& point_keys() {
   static const std::vector<std::string> k = [] {
     std::vector<std::string> v = {
-        "model",   "parallelism", "layout",      "chunk_size",   "ranks_per_file", "ranks_per_node",
-        "backend", "block_size",  "transfer",    "queue_depth",  "direct",         "sync",
-        "align",   "preallocate", "cache",       "stripe_count", "stripe_size",    "stripe_pool",
-        "preset",  "dcp",         "region_align"};
+        "model",          "parallelism", "layout",        "chunk_size",  "ranks_per_file",
+        "ranks_per_node", "backend",     "block_size",    "transfer",    "queue_depth",
+        "direct",         "sync",        "align",         "preallocate", "cache",
+        "stripe_count",   "stripe_size", "stripe_pool",   "preset",      "dcp",
+        "region_align",   "save_mode",   "staging_bytes", "compute_s",   "compute_kind",
+        "checkpoints",    "keep_last",   "restore"};
     for (const auto& b : backend_registry()) v.push_back(b.name);
     return v;
   }();
@@ -367,9 +369,68 @@ PointConfig parse_point(const json& pj_in) {
     for (const auto& k : b.option_keys) unused.allow(k);
     unused.finish();
   }
+  // Checkpoint lifecycle.
+  const std::string save_mode = r.choice("save_mode", "sync", {"sync", "async"});
+  p.save_mode = save_mode == "async" ? SaveMode::async : SaveMode::sync;
+  if (const json* sb = r.raw("staging_bytes"); sb && !(sb->is_string() && *sb == "auto")) {
+    p.staging_bytes = r.size("staging_bytes", 0);
+    if (p.staging_bytes < (64u << 10))
+      throw ConfigError("'staging_bytes': " + std::to_string(p.staging_bytes) +
+                        " is too small (allowed: \"auto\" or at least 64K of host staging memory "
+                        "per rank)");
+  }
+  p.compute_s = r.number("compute_s", 0, 0, 86400);
+  p.compute_kind = r.choice("compute_kind", "cpu", {"cpu", "sleep"}) == "sleep" ? ComputeKind::sleep
+                                                                                : ComputeKind::cpu;
+  p.checkpoints = static_cast<int>(r.integer("checkpoints", 1, 1, 1000));
+  p.keep_last = static_cast<int>(r.integer("keep_last", 0, 0, 1000));
+  if (const json* rv = r.raw("restore")) {
+    if (!rv->is_object())
+      throw ConfigError(
+          "'restore': expected an object {\"parallelism\": {...}, \"weights_only\": true|false, "
+          "\"method\": \"read\"|\"mmap\"}, got " +
+          json_type_name(*rv));
+    ObjectReader rr(*rv, "restore");
+    rr.allow("comment");
+    if (const json* rp = rr.raw("parallelism")) {
+      p.restore.parallelism = parse_parallelism(*rp, "restore.parallelism");
+      p.restore.has_parallelism = true;
+    }
+    p.restore.weights_only = rr.boolean("weights_only", false);
+    p.restore.method = rr.choice("method", "read", {"read", "mmap"}) == "mmap"
+                           ? RestoreMethod::mmap
+                           : RestoreMethod::read;
+    rr.finish();
+    p.restore.reshard = p.restore.has_parallelism || p.restore.weights_only;
+  }
   r.finish();
 
   // Cross-key checks that need no file system.
+  if (p.save_mode == SaveMode::async && p.layout.kind == LayoutKind::aggregated_node)
+    throw ConfigError(
+        "'save_mode': \"async\" cannot be used with layout 'aggregated-node' (its node leader "
+        "receives the other ranks' bytes over MPI while it writes; an asynchronous flush of "
+        "staged bytes is modelled per rank): use 'aggregated-rank' or 'shared-file'");
+  if (p.restore.reshard) {
+    const std::string what =
+        p.restore.has_parallelism ? "'restore.parallelism'" : "'restore.weights_only'";
+    if (p.direct)
+      throw ConfigError(what +
+                        ": a resharded restore reads arbitrary byte ranges, which O_DIRECT cannot "
+                        "read unaligned; set 'direct': false (resharding loaders read buffered)");
+    if (p.cache == CacheMode::rank_shift)
+      throw ConfigError(what +
+                        ": 'cache' \"rank-shift\" does not apply (the restoring ranks already "
+                        "read files other ranks saved); use \"fadvise\" or \"drop-caches\"");
+    if (p.model.sizing == "dlio")
+      throw ConfigError(what +
+                        ": model.sizing \"dlio\" saves synthetic tensors that cannot be "
+                        "resharded; use model.sizing \"exact\"");
+  }
+  if (p.restore.method == RestoreMethod::mmap && p.direct)
+    throw ConfigError(
+        "'restore.method': \"mmap\" reads through the page cache and cannot honour 'direct': "
+        "true; set 'direct': false");
   if (p.direct) {
     if (p.block_size % 512 != 0)
       throw ConfigError("'block_size': " + std::to_string(p.block_size) +
@@ -400,6 +461,12 @@ PointConfig parse_point(const json& pj_in) {
     if (p.transfer == TransferMode::stream && !bf.stream_transfers)
       throw ConfigError("'transfer': \"stream\" does not apply to backend \"" + p.backend + "\" (" +
                         bf.stream_refusal + "); use \"per-tensor\"");
+    if ((p.restore.reshard || p.restore.method == RestoreMethod::mmap) &&
+        !bf.file_offsets_refusal.empty())
+      throw ConfigError(std::string(p.restore.reshard ? "'restore'" : "'restore.method'") +
+                        ": reads byte ranges of the saved files, which backend \"" + p.backend +
+                        "\" does not know (" + bf.file_offsets_refusal +
+                        "); use posix, io_uring or mpiio");
     bf.validate(p);
   }
 
@@ -429,6 +496,19 @@ PointConfig parse_point(const json& pj_in) {
   res["stripe_count"] = p.stripe_count;
   res["stripe_size"] = p.stripe_size;
   res["stripe_pool"] = p.stripe_pool;
+  res["save_mode"] = save_mode;
+  res["staging_bytes"] = p.staging_bytes == 0 ? json("auto") : json(p.staging_bytes);
+  res["compute_s"] = p.compute_s;
+  res["compute_kind"] = p.compute_kind == ComputeKind::sleep ? "sleep" : "cpu";
+  res["checkpoints"] = p.checkpoints;
+  res["keep_last"] = p.keep_last;
+  {
+    json rj = {{"weights_only", p.restore.weights_only},
+               {"method", p.restore.method == RestoreMethod::mmap ? "mmap" : "read"}};
+    rj["parallelism"] =
+        p.restore.has_parallelism ? parallelism_to_json(p.restore.parallelism) : json(nullptr);
+    res["restore"] = rj;
+  }
   res[p.backend] = p.backend_options;
   if (pj.contains("preset")) res["preset"] = pj["preset"];
   p.resolved = res;

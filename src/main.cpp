@@ -166,6 +166,14 @@ int cmd_plan(const std::string& path, const Overrides& ov, int world, bool as_js
     pt["parallelism"] = parallelism_to_json(par);
     pt["layout"] = layout_name(p.layout.kind);
     if (list_files) pt["file_list"] = plan_file_list(plan);
+    if (p.restore.reshard) {
+      Prepared prep;
+      prep.model = m;
+      prep.par = par;
+      prep.plan = std::move(plan);
+      plan_restore(prep, p, w);
+      pt["restore"] = restore_plan_json(prep, p);
+    }
     pts.push_back(pt);
   }
   if (as_json) {
@@ -209,6 +217,21 @@ int cmd_plan(const std::string& path, const Overrides& ov, int world, bool as_js
     std::printf("\n");
     if (p["block_size"].get<uint64_t>() > t["largest_run_bytes"].get<uint64_t>())
       std::printf("  note: block_size exceeds the largest contiguous run: it has no effect here\n");
+    if (p.contains("restore")) {
+      const auto& r = p["restore"];
+      std::printf("  restore at %s%s: %llu saved files read, %s in %llu reads\n",
+                  r["parallelism"].dump().c_str(),
+                  r["weights_only"].get<bool>() ? ", weights only" : "",
+                  static_cast<unsigned long long>(r["files"].get<uint64_t>()),
+                  format_bytes(r["needed_bytes"]).c_str(),
+                  static_cast<unsigned long long>(r["reads"].get<uint64_t>()));
+      for (const auto& q : r["ranks"])
+        std::printf("    rank %d (virtual %s): %llu files, %s, %llu reads\n", q["rank"].get<int>(),
+                    q["vranks"].dump().c_str(),
+                    static_cast<unsigned long long>(q["files"].get<uint64_t>()),
+                    format_bytes(q["bytes"]).c_str(),
+                    static_cast<unsigned long long>(q["reads"].get<uint64_t>()));
+    }
     if (p.contains("file_list")) {
       std::printf(
           "  files (in write order; size, writer ranks; offsets at multiples of %llu, "
@@ -236,7 +259,9 @@ int cmd_run(const std::string& config_path, const Overrides& ov, RunOptions opt,
   // Before MPI_Init, which sizes shared-memory files too: past `ulimit -f` a call fails with EFBIG
   // and says so, instead of SIGXFSZ ending the rank without a word.
   std::signal(SIGXFSZ, SIG_IGN);
-  MPI_Init(nullptr, nullptr);
+  // The compute phase of an asynchronous save runs on a thread that makes no MPI call.
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int code = 0;

@@ -8,12 +8,14 @@
 #include "ckptbench/error.hpp"
 #include "ckptbench/execution.hpp"
 #include "ckptbench/fault.hpp"
+#include "ckptbench/lifecycle.hpp"
 #include "ckptbench/progress.hpp"
 
 namespace ckpt {
 
 PhaseResult run_phase(RunState& rs, PointRun& pt, Phase phase, const RankIo& io,
-                      const std::string& dir, int dirfd, RankDataPath& dp, int rep) {
+                      const std::string& dir, int dirfd, RankDataPath& dp, int rep,
+                      DataPath* data) {
   PhaseRecorder rec;
   PhaseContext ctx;
   ctx.phase = phase;
@@ -25,7 +27,7 @@ PhaseResult run_phase(RunState& rs, PointRun& pt, Phase phase, const RankIo& io,
   ctx.dirfd = dirfd;
   ctx.comm = rs.comm;
   ctx.pool = pt.pool.get();
-  ctx.data = &dp;
+  ctx.data = data != nullptr ? data : &dp;
   ctx.rec = &rec;
   ctx.align = pt.align;
   ctx.dio_align = rs.facts.fs.dio_offset_align;
@@ -50,8 +52,12 @@ PhaseResult run_phase(RunState& rs, PointRun& pt, Phase phase, const RankIo& io,
         if (fault_requested(pt.index, rep + 1, pname, rs.rank))
           throw IoError(std::string("injected fault (") + kFaultEnv + ") in " + pname +
                         " of point " + std::to_string(pt.index));
-        pt.backend->run(ctx);
-        remote_side(pt.prep.plan, io, phase, pt.pc, pt.pool->at(0), dp, rec);
+        if (phase == Phase::restore && pt.pc.restore.method == RestoreMethod::mmap) {
+          mmap_restore(ctx);  // verifies every extent it reads itself (no node-aggregation side)
+        } else {
+          pt.backend->run(ctx);
+          remote_side(pt.prep.plan, io, phase, pt.pc, pt.pool->at(0), dp, rec);
+        }
       } catch (...) {
         // Node aggregation: no peer may wait out a bound for this rank (datapath.hpp).
         dp.abandon(pt.prep.plan, io, pt.pc);
@@ -66,7 +72,10 @@ PhaseResult run_phase(RunState& rs, PointRun& pt, Phase phase, const RankIo& io,
   guarded_barrier(rs.comm, rs.agree.stall,
                   std::string("at the barrier before the statistics of the ") + pname +
                       " of point " + std::to_string(pt.index));
-  return reduce_phase(rec, rs.comm);
+  PhaseResult res = reduce_phase(rec, rs.comm);
+  res.rank_start_s = rec.start_s;
+  res.rank_end_s = rec.end_s;
+  return res;
 }
 
 }  // namespace ckpt

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 
 #include "ckptbench/error.hpp"
 #include "ckptbench/execution.hpp"
@@ -18,6 +19,30 @@ namespace ckpt {
 
 using json = nlohmann::json;
 
+void plan_restore(Prepared& p, const PointConfig& pc, int world) {
+  if (!pc.restore.reshard) return;
+  try {
+    p.restore_par = resolve_parallelism(
+        pc.restore.has_parallelism ? pc.restore.parallelism : pc.parallelism, world, p.model);
+  } catch (const ConfigError& e) {
+    throw ConfigError(std::string("restore.") + e.what());
+  }
+  ReshardInput in;
+  in.model = &p.model;
+  in.state = pc.model.state;
+  in.scale = pc.model.scale;
+  in.saved_par = p.par;
+  in.saved = &p.plan;
+  in.restore_par = p.restore_par;
+  in.weights_only = pc.restore.weights_only;
+  in.real_world = world;
+  p.reshard = reshard_plan(in);
+  std::set<uint32_t> ids;
+  for (const auto& r : p.reshard->ranks)
+    for (const auto& f : r.files) ids.insert(f.id);
+  p.reshard_files = ids.size();
+}
+
 Prepared prepare_point(const PointConfig& pc, MPI_Comm comm, uint64_t align) {
   int size = 1;
   MPI_Comm_size(comm, &size);
@@ -27,6 +52,7 @@ Prepared prepare_point(const PointConfig& pc, MPI_Comm comm, uint64_t align) {
   p.nodes = node_map(comm, pc.ranks_per_node);
   p.align = align;
   p.plan = make_plan(plan_input(pc, p.model, p.par, align, size, p.nodes.node_of_rank));
+  plan_restore(p, pc, size);
   return p;
 }
 
@@ -47,6 +73,13 @@ json plan_json(const IoPlan& plan, const PointConfig& pc, const Parallelism& par
   j["align"] = align;
   j["region_align"] = region_align_bytes(pc, align);
   j["any_shared_file"] = plan.any_shared;
+  return j;
+}
+
+json restore_plan_json(const Prepared& p, const PointConfig& pc) {
+  if (!p.reshard) return nullptr;
+  json j = reshard_plan_json(*p.reshard, p.restore_par, pc.restore.weights_only);
+  j["files"] = p.reshard_files;
   return j;
 }
 
@@ -176,8 +209,11 @@ void point_settings(RunState& rs, PointRun& pt) {
   double rss = static_cast<double>(ru.ru_maxrss) * 1024.0, mn = 0, mx = 0;
   MPI_Allreduce(&rss, &mn, 1, MPI_DOUBLE, MPI_MIN, rs.comm);
   MPI_Allreduce(&rss, &mx, 1, MPI_DOUBLE, MPI_MAX, rs.comm);
+  double staging = pt.staging ? static_cast<double>(pt.staging->size()) : 0.0, stmax = 0;
+  MPI_Allreduce(&staging, &stmax, 1, MPI_DOUBLE, MPI_MAX, rs.comm);
   pt.pj["memory"] = {{"peak_rss_bytes", {{"min", mn}, {"max", mx}}},
                      {"buffer_pool_bytes", pool.total_bytes()},
+                     {"staging_bytes", stmax},
                      {"note", "peak since process start, so it covers earlier points too"}};
 }
 
@@ -211,6 +247,7 @@ json run_point(RunState& rs, int pi) {
   pt.pj["plan"]["real_ranks"] = rs.size;
   pt.pj["plan"]["nodes"] = pt.prep.nodes.nodes;
   pt.pj["plan"]["nodes_emulated"] = pt.prep.nodes.emulated;
+  if (pt.prep.reshard) pt.pj["plan"]["restore"] = restore_plan_json(pt.prep, pc);
 
   const size_t nbuf = static_cast<size_t>(std::max(1, pc.queue_depth));
   pt.pattern = std::make_unique<Pattern>(Pattern::period_for(pc.block_size), 0x5EED0000ull + pi);

@@ -38,7 +38,12 @@ uint64_t plan_points(const RunConfig& cfg, MPI_Comm comm, std::vector<Prepared>*
   for (size_t i = 0; i < cfg.points.size(); i++) {
     try {
       Prepared p = prepare_point(cfg.points[i], comm, point_align(cfg.points[i], 4096));
-      const uint64_t bytes = p.plan.stats.file_bytes;
+      // Checkpoints on disk at once: all of them, or with keep_last K the K kept and the new one
+      // (the oldest is removed only after the new one is durable).
+      const PointConfig& pc = cfg.points[i];
+      const uint64_t on_disk = static_cast<uint64_t>(
+          pc.keep_last > 0 ? std::min(pc.checkpoints, pc.keep_last + 1) : pc.checkpoints);
+      const uint64_t bytes = p.plan.stats.file_bytes * on_disk;
       need =
           cfg.keep ? need + bytes * static_cast<uint64_t>(cfg.repetitions) : std::max(need, bytes);
       if (prepared) prepared->push_back(std::move(p));

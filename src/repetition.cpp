@@ -40,23 +40,27 @@ void make_plan_dirs(const std::vector<std::string>& dirs, int dirfd, const std::
   }
 }
 
-// Rank 0 makes the repetition directory, every rank holds it open, then the plan's directories
-// are shared out among the ranks.
-DirFd make_rep_dir(RunState& rs, const PointRun& pt, const char* sub, const std::string& dir) {
-  DirFd rep_fd;
+}  // namespace
+
+DirFd make_shared_dir(RunState& rs, const PointRun& pt, int parent_fd, const std::string& sub,
+                      const std::string& shown, bool with_plan_dirs) {
+  DirFd fd;
   auto [o, m] = attempt(rs.rank, [&] {
-    if (rs.rank == 0) mkdir_beneath(rs.run_fd.get(), sub, dir);
+    if (rs.rank == 0) mkdir_beneath(parent_fd, sub, shown);
   });
   rs.agree(o, m, 0);
   auto [o1, m1] = attempt(rs.rank, [&] {
-    int fd = open_beneath(rs.run_fd.get(), sub, O_RDONLY | O_DIRECTORY);
-    if (fd < 0) throw IoError("open directory '" + dir + "': " + beneath_error(-fd));
-    rep_fd = DirFd(fd, dir);
+    int f = open_beneath(parent_fd, sub, O_RDONLY | O_DIRECTORY);
+    if (f < 0) throw IoError("open directory '" + shown + "': " + beneath_error(-f));
+    fd = DirFd(f, shown);
   });
   rs.agree(o1, m1, 0);
-  make_plan_dirs(pt.prep.plan.dirs, rep_fd.get(), dir, rs.rank, rs.size, rs.agree);
-  return rep_fd;
+  if (with_plan_dirs)
+    make_plan_dirs(pt.prep.plan.dirs, fd.get(), shown, rs.rank, rs.size, rs.agree);
+  return fd;
 }
+
+namespace {
 
 // After the first repetition on Lustre: the striping the files really got.
 void check_striping(RunState& rs, PointRun& pt, const std::string& dir) {
@@ -126,30 +130,40 @@ void run_repetition(RunState& rs, PointRun& pt, int rep) {
   const std::string dir = rs.run_dir + "/" + sub;
   const std::string where = "in point " + std::to_string(pt.index) + " repetition " +
                             std::to_string(rep + 1) + " for ranks that did not arrive";
-  DirFd rep_fd = make_rep_dir(rs, pt, sub, dir);
+  // One checkpoint: its files right in the repetition directory; several: in step directories.
+  DirFd rep_fd = make_shared_dir(rs, pt, rs.run_fd.get(), sub, dir, pt.pc.checkpoints == 1);
 
   json rj = {{"repetition", rep + 1}};
-  RankDataPath dp(*pt.pattern, rs.rank, rs.comm, rs.cfg.verify, dir);
-  PhaseResult save = run_phase(rs, pt, Phase::save, mine, dir, rep_fd.get(), dp, rep);
-  rj["save"] = save.to_json();
-  // Distinct files (a shared file counts once); per-rank handles are counted separately.
-  rj["save"]["rank_file_handles"] = save.files;
-  rj["save"]["files"] = plan.stats.files;
-  rj["save"]["sync"] = sync_name(pt.pc.sync);
+  NewestCheckpoint ck = run_saves(rs, pt, rep, dir, rep_fd, rj);
+  const PhaseResult& save = ck.save;
 
-  // With rank-shift, each rank reads the files of the rank ranks/nodes further on.
-  const RankIo& reads = pt.cache == CacheMode::rank_shift
+  // The restore reads the newest checkpoint: this rank's own files back; with rank-shift, the
+  // files of the rank ranks/nodes further on; with `restore.parallelism` / `weights_only`, the
+  // byte ranges its new shards need (reshard.hpp).
+  const bool resharded = pt.prep.reshard.has_value();
+  const RankIo& reads = resharded ? pt.prep.reshard->ranks[static_cast<size_t>(rs.rank)]
+                        : pt.cache == CacheMode::rank_shift
                             ? plan.ranks[static_cast<size_t>(
                                   (rs.rank + std::max(1, rs.size / pt.prep.nodes.nodes)) % rs.size)]
                             : mine;
-  rj["cache"] = defeat_cache(rs, pt, dir, reads);
+  RankDataPath dp(*pt.pattern, rs.rank, rs.comm, rs.cfg.verify, ck.dir);
+  rj["cache"] = defeat_cache(rs, pt, ck.dir, reads);
   warn_if_cached(rs, pt, rj["cache"], rep);
-  if (fault_requested(pt.index, rep + 1, "between", rs.rank)) damage_between_phases(mine, dir);
-  dp.set_rank_shift(pt.cache == CacheMode::rank_shift);
-  PhaseResult restore = run_phase(rs, pt, Phase::restore, reads, dir, rep_fd.get(), dp, rep);
+  if (fault_requested(pt.index, rep + 1, "between", rs.rank)) damage_between_phases(mine, ck.dir);
+  // Each rank verifies what it reads itself (nothing is sent back to a saving rank) with
+  // rank-shift, a resharded restore and the mmap reader.
+  dp.set_rank_shift(pt.cache == CacheMode::rank_shift || resharded ||
+                    pt.pc.restore.method == RestoreMethod::mmap);
+  const int ck_fd = ck.fd.get() >= 0 ? ck.fd.get() : rep_fd.get();
+  PhaseResult restore = run_phase(rs, pt, Phase::restore, reads, ck.dir, ck_fd, dp, rep);
   rj["restore"] = restore.to_json();
   rj["restore"]["rank_file_handles"] = restore.files;
-  rj["restore"]["files"] = plan.stats.files;
+  rj["restore"]["files"] = resharded ? pt.prep.reshard_files : plan.stats.files;
+  rj["restore"]["method"] = pt.pc.restore.method == RestoreMethod::mmap ? "mmap" : "read";
+  if (resharded) {
+    rj["restore"]["needed_bytes"] = pt.prep.reshard->needed_bytes;
+    rj["restore"]["rank_bytes"] = restore.rank_bytes;  // per real rank: against plan.restore
+  }
   uint64_t v = dp.bytes_verified(), vsum = 0;
   {
     MPI_Request req;
@@ -163,7 +177,7 @@ void run_repetition(RunState& rs, PointRun& pt, int rep) {
     rj["restore"]["per_node"] =
         per_node_bandwidth(nodes, restore.rank_bytes, restore.rank_times_s, names);
   }
-  if (rep == 0) check_striping(rs, pt, dir);
+  if (rep == 0) check_striping(rs, pt, ck.dir);
   rj["verified"] = rs.cfg.verify;
   rj["bytes_verified"] = vsum;
   rj["restore"]["verify_inline"] = rs.cfg.verify;

@@ -242,6 +242,14 @@ std::pair<uint64_t, uint64_t> stage_layers(uint64_t layers, int pp, int stage) {
   return {part.offset, part.offset + part.count};
 }
 
+std::pair<uint64_t, uint64_t> tp_slice(const TensorDesc& t, int tp, int tp_rank) {
+  if (t.tp_split_dim < 0 || static_cast<size_t>(t.tp_split_dim) >= t.shape.size())
+    return {0, t.shape.empty() ? 1 : t.shape[0]};
+  const Part part = split_part(t.shape[static_cast<size_t>(t.tp_split_dim)],
+                               static_cast<uint64_t>(tp), static_cast<uint64_t>(tp_rank));
+  return {part.offset, part.offset + part.count};
+}
+
 RankShards shards_for_rank(const ModelDesc& m, const TrainingState& ts, const Parallelism& p,
                            int vrank, double scale) {
   if (!(scale > 0.0 && scale <= 1.0))

@@ -147,6 +147,10 @@ struct BackendFactory {
   // (dataset) per call says why not.
   bool stream_transfers = true;
   std::string stream_refusal;
+  // Not empty: the plan's offsets are not file offsets for this backend (it places the data
+  // itself), so a restore that reads byte ranges of the files (`restore.parallelism`,
+  // `restore.weights_only`, `restore.method` "mmap") is refused with this reason.
+  std::string file_offsets_refusal;
   std::function<std::unique_ptr<Backend>(const PointConfig&)> create;
   // Not empty: this binary was configured without the backend, and this says so and how to get
   // it ("not built (configure with -DCKPT_WITH_HDF5=ON)"). The backend stays in the registry (its

@@ -19,6 +19,25 @@ std::string sync_name(SyncPolicy s);
 enum class CacheMode { auto_, direct, fadvise, rank_shift, drop_caches, none };
 std::string cache_name(CacheMode c);
 
+// How a save blocks training (docs/config.md, `save_mode`).
+enum class SaveMode { sync, async };
+// The synthetic training compute between checkpoints (`compute_kind`).
+enum class ComputeKind { cpu, sleep };
+// How a restore reads (`restore.method`): the backend's explicit reads, or mmap(2) of each file
+// with the needed pages touched (copied out), as safetensors loaders read.
+enum class RestoreMethod { read, mmap };
+
+// The restore of a point (`restore`): at the saved parallelism (reshard false), or at another one
+// (`restore.parallelism`) and/or of the weights only (`restore.weights_only`): each restoring rank
+// then reads exactly the byte ranges its new shards need (reshard.hpp).
+struct RestoreConfig {
+  bool reshard = false;
+  bool has_parallelism = false;
+  Parallelism parallelism;  // unresolved (dp may be "auto" = 0)
+  bool weights_only = false;
+  RestoreMethod method = RestoreMethod::read;
+};
+
 // One sweep point: everything that can change a number.
 struct PointConfig {
   ModelConfig model;
@@ -41,6 +60,15 @@ struct PointConfig {
   int stripe_count = 0;  // 0 = unset (Lustre only)
   uint64_t stripe_size = 0;
   std::string stripe_pool;
+  // Checkpoint lifecycle (docs/config.md): asynchronous saves through host staging memory,
+  // synthetic compute between checkpoints, several checkpoints in a row with retention.
+  SaveMode save_mode = SaveMode::sync;
+  uint64_t staging_bytes = 0;  // async: host staging per rank; 0 = auto (see staging_default)
+  double compute_s = 0;        // compute phase after each checkpoint (0 = none)
+  ComputeKind compute_kind = ComputeKind::cpu;
+  int checkpoints = 1;  // saves in a row per repetition (global_step100/, global_step200/, ...)
+  int keep_last = 0;    // keep the newest K checkpoints, delete older ones (0 = keep all)
+  RestoreConfig restore;
   nlohmann::json backend_options = nlohmann::json::object();  // the section named after the backend
   nlohmann::json params = nlohmann::json::object();           // the swept keys and their values
   nlohmann::json resolved;  // this point as a fully resolved JSON object

@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,9 +21,11 @@
 #include "ckptbench/datapath.hpp"
 #include "ckptbench/fs.hpp"
 #include "ckptbench/layout.hpp"
+#include "ckptbench/lifecycle.hpp"
 #include "ckptbench/metrics.hpp"
 #include "ckptbench/model.hpp"
 #include "ckptbench/nodes.hpp"
+#include "ckptbench/reshard.hpp"
 #include "ckptbench/run.hpp"
 #include "ckptbench/sharding.hpp"
 
@@ -37,13 +40,24 @@ struct Prepared {
   NodeMap nodes;
   IoPlan plan;
   uint64_t align = 4096;
+  // restore.parallelism / restore.weights_only: what each real rank reads (reshard.hpp), the
+  // resolved restore parallelism and the distinct saved files read.
+  std::optional<ReshardPlan> reshard;
+  Parallelism restore_par;
+  uint64_t reshard_files = 0;
 };
 Prepared prepare_point(const PointConfig& pc, MPI_Comm comm, uint64_t align);
+// With restore.parallelism / restore.weights_only: resolves the restore parallelism (errors name
+// restore.parallelism) and computes p.reshard from p's model, parallelism and plan.
+void plan_restore(Prepared& p, const PointConfig& pc, int world);
 // The point's extent alignment: `align` when set, else max(4096, the O_DIRECT alignment).
 uint64_t point_align(const PointConfig& pc, uint64_t dio_align);
 // The report's `plan` of a point.
 nlohmann::json plan_json(const IoPlan& plan, const PointConfig& pc, const Parallelism& par,
                          uint64_t align);
+// The report's `plan.restore` of a point restored at another parallelism (null otherwise): per
+// restoring rank, the saved files it opens and the bytes and reads it needs.
+nlohmann::json restore_plan_json(const Prepared& p, const PointConfig& pc);
 // A block size larger than every contiguous run changes nothing: the warning, or "".
 std::string block_size_warning(const PointConfig& pc, const nlohmann::json& transfers);
 // What the point's settings make of the numbers (cache, sync): warnings, before any I/O.
@@ -115,6 +129,8 @@ struct PointRun {
   nlohmann::json warnings = nlohmann::json::array();
   nlohmann::json reps = nlohmann::json::array();
   bool warned_cached = false;  // the restore-in-page-cache warning was given (once per point)
+  std::unique_ptr<StagingMemory> staging;  // async saves: host staging, allocated once
+  std::unique_ptr<ComputeLoad> compute;    // compute_s > 0: the synthetic training compute
   void warn(const RunState& rs, const std::string& w);
 };
 
@@ -123,9 +139,28 @@ nlohmann::json run_point(RunState& rs, int pi);
 // repetition.cpp: runs repetition rep (0-based) of the point, appends its report to pt.reps,
 // keeps rs.current and the partial document up to date, and removes its files unless kept.
 void run_repetition(RunState& rs, PointRun& pt, int rep);
-// phase.cpp: one timed phase of this rank over `io` in `dir`, reduced across ranks.
+// phase.cpp: one timed phase of this rank over `io` in `dir`, reduced across ranks. `data`
+// (when given) replaces dp as the phase's data path (an asynchronous save's staged flush); dp
+// still guards the phase (fault injection, node aggregation's abandon).
 PhaseResult run_phase(RunState& rs, PointRun& pt, Phase phase, const RankIo& io,
-                      const std::string& dir, int dirfd, RankDataPath& dp, int rep);
+                      const std::string& dir, int dirfd, RankDataPath& dp, int rep,
+                      DataPath* data = nullptr);
+// checkpoints.cpp: the saves of one repetition - one, or `checkpoints` in a row into step
+// directories (global_step100/, ...) with DeepSpeed's `latest` file and `keep_last` retention;
+// synchronous, or asynchronous through host staging with the compute phase beside the flush.
+// Fills rj["save"] (the newest checkpoint's save) and, for a lifecycle run, rj["lifecycle"];
+// returns the newest checkpoint's directory (for the restore) with its descriptor.
+struct NewestCheckpoint {
+  std::string dir;
+  DirFd fd;
+  PhaseResult save;
+};
+NewestCheckpoint run_saves(RunState& rs, PointRun& pt, int rep, const std::string& rep_dir,
+                           DirFd& rep_fd, nlohmann::json& rj);
+// repetition.cpp: makes `sub` below parent_fd (rank 0, exclusively), every rank opens it, then
+// the plan's directories below it are shared out among the ranks (with_plan_dirs).
+DirFd make_shared_dir(RunState& rs, const PointRun& pt, int parent_fd, const std::string& sub,
+                      const std::string& shown, bool with_plan_dirs);
 // cache.cpp: defeats the cache between save and restore (untimed) and samples how much of what
 // this rank will read is still resident; returns the report's `cache`.
 nlohmann::json defeat_cache(RunState& rs, PointRun& pt, const std::string& dir,

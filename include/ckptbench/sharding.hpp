@@ -42,6 +42,12 @@ int vrank_of(const Parallelism& resolved, int tp, int pp, int dp);
 // Layers [first, last) of pipeline stage `stage` (first stages get the extra layer).
 std::pair<uint64_t, uint64_t> stage_layers(uint64_t layers, int pp, int stage);
 
+// Slice [first, last) of dimension t.tp_split_dim that TP rank `tp_rank` of `tp` holds (the
+// TP-local slice shards_for_rank uses: even split, the first n % tp ranks get one extra row). A
+// tensor that is not split (tp_split_dim -1 or out of range) gives the whole of dimension 0 ({0, 1}
+// for a scalar): every TP rank holds it all.
+std::pair<uint64_t, uint64_t> tp_slice(const TensorDesc& t, int tp, int tp_rank);
+
 // A piece of state one rank saves: a TP-local tensor (or, under ZeRO partitioning, a contiguous
 // fragment of the flattened TP/PP-local state) of one state kind.
 struct Shard {

@@ -40,6 +40,7 @@ probe() {
 declare -A SECTIONS=(
   [top]='{"model": "tiny", "zz_undocumented_key": 1}'
   [parallelism]='{"model": "tiny", "parallelism": {"zz_undocumented_key": 1}}'
+  [restore]='{"model": "tiny", "restore": {"zz_undocumented_key": 1}}'
   [model]='{"model": {"name": "tiny", "zz_undocumented_key": 1}}'
   [posix]='{"model": "tiny", "backend": "posix", "posix": {"zz_undocumented_key": 1}}'
   [io_uring]='{"model": "tiny", "backend": "io_uring", "io_uring": {"zz_undocumented_key": 1}}'
@@ -48,10 +49,11 @@ declare -A SECTIONS=(
   [hdf5.metadata_cache]='{"model": "tiny", "backend": "hdf5", "hdf5": {"metadata_cache": {"zz_undocumented_key": 1}}}'
 )
 : > "$work/accepted"
-for sec in top parallelism model posix io_uring mpiio hdf5 hdf5.metadata_cache; do
+for sec in top parallelism restore model posix io_uring mpiio hdf5 hdf5.metadata_cache; do
   # A backend this build leaves out has no option table: its section is not checked (nor its
   # keys in docs/config.md, step 4).
-  if [ "$sec" != top ] && [ "$sec" != parallelism ] && [ "$sec" != model ] &&
+  if [ "$sec" != top ] && [ "$sec" != parallelism ] && [ "$sec" != restore ] &&
+    [ "$sec" != model ] &&
     skip_unbuilt "${sec%%.*}" "section '$sec'"; then
     unset "SECTIONS[$sec]"
     continue

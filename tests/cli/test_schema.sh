@@ -62,7 +62,18 @@ if [ "$code" -eq 0 ]; then ok "sweep run exits 0"; else bad "sweep run: exit $co
 run failed "$work/sweep.json" "point=2,phase=save,rank=1"
 if [ "$code" -eq 1 ]; then ok "failed run exits 1"; else bad "failed run: exit $code: $out"; fi
 
-docs=("$work/sweep-report.json" "$work/failed.json")
+# The checkpoint lifecycle's fields: sync and async saves, 3 checkpoints keeping 1, compute beside
+# the flush, a restore at another parallelism through mmap.
+cat > "$work/life-config.json" <<'J'
+{"model": "tiny", "parallelism": {"tp": 2, "dp": "auto"}, "repetitions": 1, "cache": "fadvise",
+ "compute_s": 0.2, "checkpoints": 3, "keep_last": 1,
+ "restore": {"parallelism": {"tp": 1}, "method": "mmap"},
+ "sweep": {"save_mode": ["sync", "async"]}}
+J
+run life "$work/life-config.json"
+if [ "$code" -eq 0 ]; then ok "lifecycle run exits 0"; else bad "lifecycle run: exit $code: $out"; fi
+
+docs=("$work/sweep-report.json" "$work/failed.json" "$work/life.json")
 [ -f "$work/partial.json" ] && docs+=("$work/partial.json")
 
 "$PY" - "$SCHEMA" "$DOCS" "${docs[@]}" <<'EOF'
@@ -219,9 +230,16 @@ for name, d in docs.items():
                 pchk(close(m["iops"], m["ops"] / el, 1e-6), "iops = ops / elapsed_s")
                 pchk(close(m["metadata_ops_per_s"], m["metadata_ops"] / el, 1e-6),
                     "metadata_ops_per_s = metadata_ops / elapsed_s")
-                pchk(m["bytes"] == plan["payload_bytes"] + plan["padding_bytes"] + plan["index_bytes"],
-                    f"bytes {m['bytes']} = payload + padding + index bytes of the plan")
-                pchk(m["files"] == plan["files"], "files = plan.files")
+                if ph == "restore" and "restore" in plan:  # resharded: exactly the needed ranges
+                    pchk(m["bytes"] == plan["restore"]["needed_bytes"] == m["needed_bytes"],
+                         f"bytes {m['bytes']} = plan.restore.needed_bytes")
+                    pchk(m["files"] == plan["restore"]["files"], "files = plan.restore.files")
+                    pchk(m["rank_bytes"] == [x["bytes"] for x in plan["restore"]["ranks"]],
+                         "rank_bytes = plan.restore.ranks[].bytes")
+                else:
+                    pchk(m["bytes"] == plan["payload_bytes"] + plan["padding_bytes"] + plan["index_bytes"],
+                        f"bytes {m['bytes']} = payload + padding + index bytes of the plan")
+                    pchk(m["files"] == plan["files"], "files = plan.files")
                 lat = m["latency"]
                 pchk(lat["count"] == m["ops"], "latency.count = ops")
                 pchk(lat["p50_us"] <= lat["p90_us"] <= lat["p99_us"] <= lat["p999_us"] <= lat["max_us"],
@@ -236,9 +254,21 @@ for name, d in docs.items():
             if c["file_bytes_sampled"]:
                 chk(close(c["resident_fraction"], c["resident_bytes_sampled"] / c["file_bytes_sampled"]),
                     "resident_fraction = resident_bytes_sampled / file_bytes_sampled")
-            if r["verified"]:
+            if r["verified"] and "restore" in plan:
+                chk(r["bytes_verified"] == plan["restore"]["needed_bytes"],
+                    "bytes_verified = plan.restore.needed_bytes")
+            elif r["verified"]:
                 chk(r["bytes_verified"] == plan["payload_bytes"] + plan["index_bytes"],
                     "bytes_verified = plan.payload_bytes + plan.index_bytes")
+            l = r.get("lifecycle")
+            for c in (l or {}).get("checkpoints", []):
+                if l["save_mode"] == "sync":
+                    chk(c["blocked_s"] == c["durable_s"], "sync: blocked_s = durable_s")
+                else:
+                    chk(close(c["blocked_s"]["mean"],
+                              c["snapshot_s"]["mean"] + c["flush_wait_s"]["mean"], 1e-6, 1e-9),
+                        "async: blocked_s = snapshot_s + flush_wait_s (means over ranks)")
+                    chk(c["snapshot_s"]["max"] <= c["durable_s"]["max"], "snapshot_s <= durable_s")
         if p["status"] == "ok":
             for ph in ("save", "restore"):
                 bws = sorted(r[ph]["bandwidth_GiBps"] for r in p["repetitions"])
