@@ -11,7 +11,8 @@
 #        CKPT_RESULTS_TARGET=DIR        scratch directory on the disk to measure (default /var/tmp)
 #        CKPT_RANKS=N                   ranks (default 4)
 #        CKPT_RESULTS_SCALE=S           model.scale of every run (default 1/64)
-#        CKPT_RESULTS_ONLY="a b"        only these runs (names below); the other files stay
+#        CKPT_RESULTS_ONLY="a b"        only these runs (names below); the other files stay, and
+#                                       results/machine.txt gets their machine record appended
 # Takes about 20 minutes on a 2-core VM. If io_uring does not work here, the io_uring configs run
 # with the posix backend instead and results/machine.txt says so.
 set -euo pipefail
@@ -57,7 +58,13 @@ grep -Eq '^io_uring +ok' <<< "$backends" || uring_ok=no
   echo; echo "## Backends"; echo "$backends"
   [ "$uring_ok" = yes ] || echo "io_uring unavailable: the io_uring configs ran with backend posix"
   echo; echo "## Load before the runs"; uptime
-} > "$OUT/machine.txt"
+} > "$scratch/machine.txt"
+if [ -z "$ONLY" ]; then
+  mv "$scratch/machine.txt" "$OUT/machine.txt"
+else
+  # A subset keeps the machine record of the other runs and adds its own below it.
+  { echo; echo "# Later runs of: $ONLY"; sed 1d "$scratch/machine.txt"; } >> "$OUT/machine.txt"
+fi
 
 # run NAME CONFIG REPETITIONS: one report into results/NAME.json and its figures.
 run() {
