@@ -247,7 +247,18 @@ json run_point(RunState& rs, int pi) {
   pt.pj["plan"]["real_ranks"] = rs.size;
   pt.pj["plan"]["nodes"] = pt.prep.nodes.nodes;
   pt.pj["plan"]["nodes_emulated"] = pt.prep.nodes.emulated;
-  if (pt.prep.reshard) pt.pj["plan"]["restore"] = restore_plan_json(pt.prep, pc);
+  if (pt.prep.reshard) {
+    pt.pj["plan"]["restore"] = restore_plan_json(pt.prep, pc);
+    const uint64_t shared = node_shared_read_bytes(*pt.prep.reshard, pt.prep.nodes.node_of_rank);
+    pt.pj["plan"]["restore"]["node_shared_bytes"] = shared;
+    if (shared > 0)
+      pt.warn(rs,
+              format_bytes(shared) + " of the " + format_bytes(pt.prep.reshard->needed_bytes) +
+                  " the restore reads are read by more than one rank of the same node (replicas "
+                  "loading the same state): after the first read the page cache serves them, "
+                  "as on a real node, so the restore's bandwidth is not the storage's for "
+                  "those bytes (plan.restore.node_shared_bytes)");
+  }
 
   const size_t nbuf = static_cast<size_t>(std::max(1, pc.queue_depth));
   pt.pattern = std::make_unique<Pattern>(Pattern::period_for(pc.block_size), 0x5EED0000ull + pi);

@@ -458,6 +458,40 @@ ReshardPlan reshard_plan(const ReshardInput& in) {
   return Planner(in).run();
 }
 
+uint64_t node_shared_read_bytes(const ReshardPlan& p, const std::vector<int>& node_of_rank) {
+  // (node, file id) -> ranges of every rank of the node
+  std::map<std::pair<int, uint32_t>, std::vector<std::pair<uint64_t, uint64_t>>> by;
+  uint64_t total = 0;
+  for (const RankIo& r : p.ranks) {
+    const int node = static_cast<size_t>(r.rank) < node_of_rank.size()
+                         ? node_of_rank[static_cast<size_t>(r.rank)]
+                         : r.rank;
+    for (const FileSpec& f : r.files)
+      for (const Extent& e : f.extents) {
+        by[{node, f.id}].emplace_back(e.offset, e.offset + e.length);
+        total += e.length;
+      }
+  }
+  uint64_t uni = 0;
+  for (auto& [key, v] : by) {
+    std::sort(v.begin(), v.end());
+    uint64_t lo = 0, hi = 0;
+    bool open = false;
+    for (const auto& [a, b] : v) {
+      if (open && a <= hi) {
+        hi = std::max(hi, b);
+        continue;
+      }
+      if (open) uni += hi - lo;
+      lo = a;
+      hi = b;
+      open = true;
+    }
+    if (open) uni += hi - lo;
+  }
+  return total - uni;
+}
+
 nlohmann::json reshard_plan_json(const ReshardPlan& p, const Parallelism& restore_par,
                                  bool weights_only) {
   nlohmann::json ranks = nlohmann::json::array();

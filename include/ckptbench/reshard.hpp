@@ -73,6 +73,11 @@ ReshardPlan reshard_plan(const ReshardInput& in);
 // indexes this list.
 std::vector<Shard> reshard_held_shards(const ReshardInput& in, int vrank);
 
+// Bytes of the restore that another rank of the same node reads too (DP replicas loading the same
+// weights): summed over nodes, the ranks' bytes minus the union of their ranges per file. The page
+// cache serves those reads after the first (node_of_rank: real rank -> node).
+uint64_t node_shared_read_bytes(const ReshardPlan& p, const std::vector<int>& node_of_rank);
+
 // {"parallelism", "weights_only", "needed_bytes", "reads", "unreadable_bytes",
 //  "unreadable_shards", "files_min", "files_max", "bytes_min", "bytes_max", "reads_min",
 //  "reads_max", "ranks": [{"rank", "vranks": [...], "files", "bytes", "reads"}]}: per restoring
