@@ -251,7 +251,7 @@ json run_point(RunState& rs, int pi) {
     pt.pj["plan"]["restore"] = restore_plan_json(pt.prep, pc);
     const uint64_t shared = node_shared_read_bytes(*pt.prep.reshard, pt.prep.nodes.node_of_rank);
     pt.pj["plan"]["restore"]["node_shared_bytes"] = shared;
-    if (shared > 0)
+    if (shared * 100 > pt.prep.reshard->needed_bytes)  // more than 1 %
       pt.warn(rs,
               format_bytes(shared) + " of the " + format_bytes(pt.prep.reshard->needed_bytes) +
                   " the restore reads are read by more than one rank of the same node (replicas "
