@@ -385,11 +385,6 @@ PointConfig parse_point(const json& pj_in) {
   p.checkpoints = static_cast<int>(r.integer("checkpoints", 1, 1, 1000));
   p.keep_last = static_cast<int>(r.integer("keep_last", 0, 0, 1000));
   if (const json* rv = r.raw("restore")) {
-    if (!rv->is_object())
-      throw ConfigError(
-          "'restore': expected an object {\"parallelism\": {...}, \"weights_only\": true|false, "
-          "\"method\": \"read\"|\"mmap\"}, got " +
-          json_type_name(*rv));
     ObjectReader rr(*rv, "restore");
     rr.allow("comment");
     if (const json* rp = rr.raw("parallelism")) {
