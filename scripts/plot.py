@@ -35,6 +35,7 @@ scripts/setup.sh --with-plots); when the python3 running it lacks matplotlib and
 import argparse
 import json
 import os
+import statistics
 import sys
 
 try:
@@ -687,12 +688,61 @@ class Plotter:
         self.finish(fig, name, "latency percentiles (µs)")
         return True
 
+    def lifecycle(self):
+        """What checkpoints cost training (reports with `lifecycle`): per point, the per-checkpoint
+        blocked_s (what training waits for) beside durable_s (until the bytes are synced), each
+        the max over ranks, median over all checkpoints of all repetitions, whiskers min..max."""
+        name = "lifecycle"
+        labels = self.point_labels()
+        rows = []
+        for p in self.points:
+            vals = {"blocked_s": [], "durable_s": []}
+            for r in get(p.raw, "repetitions", default=[]) or []:
+                for c in get(r, "lifecycle", "checkpoints", default=[]) or []:
+                    for k in vals:
+                        v = num(get(c, k, "max"))
+                        if v is not None:
+                            vals[k].append(v)
+            if vals["blocked_s"] and vals["durable_s"]:
+                rows.append((p, vals))
+        if not rows:
+            self.note(f"skipped {name}: no lifecycle (checkpoints, save_mode, compute_s) in the reports")
+            return False
+        if len(rows) > MAX_ROWS:
+            self.note(f"{name}: {len(rows)} points; drawing the first {MAX_ROWS}")
+            rows = rows[:MAX_ROWS]
+        fig, axes = self.figure(1, 1, (10, 0.5 * len(rows) + 2.4))
+        ax = axes[0][0]
+        for k, (key, colour, off) in enumerate((("blocked_s", "C3", -0.2), ("durable_s", "C0", 0.2))):
+            ys, meds, lo, hi = [], [], [], []
+            for i, (p, vals) in enumerate(rows):
+                v = sorted(vals[key])
+                m = statistics.median(v)
+                ys.append(i + off)
+                meds.append(m)
+                lo.append(m - v[0])
+                hi.append(v[-1] - m)
+            ax.barh(ys, meds, xerr=[lo, hi], height=0.38, capsize=3, color=colour,
+                    label="blocked (training waits)" if key == "blocked_s" else
+                    "durable (bytes synced)")
+        ax.set_yticks(range(len(rows)))
+        ax.set_yticklabels([labels[id(p)] for p, _ in rows], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlim(left=0)
+        ax.set_xlabel("seconds per checkpoint (max over ranks; median, whiskers = min..max)")
+        ax.set_ylabel("point")
+        ax.grid(True, axis="x", alpha=0.3)
+        ax.legend(fontsize=8, loc="best")
+        self.finish(fig, name, "what a checkpoint blocks training, and when it is durable")
+        return True
+
     def all(self):
         drawn = [self.bandwidth_vs_block_size(), self.heatmap(), self.layouts(), self.stripes()]
         if not any(drawn):
             self.bandwidth_points()
         self.rank_times()
         self.latency()
+        self.lifecycle()
 
 
 def main(argv=None):

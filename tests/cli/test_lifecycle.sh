@@ -66,6 +66,13 @@ for p in d["points"]:
 PY
 done
 
+# The lifecycle figure (scripts/plot.py) from the async report.
+if PY="$(python_with matplotlib)" && [ -f "$work/lifecycle-async.json" ]; then
+  if "$PY" "$SRC/scripts/plot.py" "$work/lifecycle-async.json" --out "$work/fig" > /dev/null 2>&1 &&
+    [ -s "$work/fig/lifecycle.png" ]; then ok "plot.py draws lifecycle.png"
+  else bad "plot.py did not draw lifecycle.png"; fi
+else echo "skip lifecycle figure: no matplotlib or no async report"; fi
+
 # 3. Bad lifecycle values: exit 2, the key named, no file made.
 bad_value() {  # JSON-FRAGMENT NEEDLE
   echo "{\"model\": \"tiny\", $1}" > "$work/bad.json"
