@@ -66,6 +66,22 @@ for p in d["points"]:
 PY
 done
 
+# The reports against docs/report.schema.json.
+if SPY="$(python_with jsonschema)"; then
+  for name in lifecycle-async lifecycle-cadence reshard-tp4pp2-to-tp2 restore-weights-only; do
+    [ -f "$work/$name.json" ] || continue
+    if out="$("$SPY" - "$SRC/docs/report.schema.json" "$work/$name.json" 2>&1 <<'PY'
+import json, sys, jsonschema
+v = jsonschema.Draft7Validator(json.load(open(sys.argv[1])))
+errs = [("/".join(map(str, e.absolute_path)) + ": " + e.message[:160])
+        for e in v.iter_errors(json.load(open(sys.argv[2])))]
+print("; ".join(errs[:5]))
+sys.exit(1 if errs else 0)
+PY
+)"; then ok "$name report validates against the schema"; else bad "$name: $out"; fi
+  done
+else echo "skip schema validation: no python3 with jsonschema"; fi
+
 # The lifecycle figure (scripts/plot.py) from the async report.
 if PY="$(python_with matplotlib)" && [ -f "$work/lifecycle-async.json" ]; then
   if "$PY" "$SRC/scripts/plot.py" "$work/lifecycle-async.json" --out "$work/fig" > /dev/null 2>&1 &&
