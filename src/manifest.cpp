@@ -1,9 +1,12 @@
 #include "ckptbench/manifest.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "ckptbench/error.hpp"
 #include "ckptbench/jsonread.hpp"
@@ -196,6 +199,21 @@ std::string plan_key_mismatch(const json& saved, const json& now) {
     return "'" + d + "' is " + shown(saved) + " in the saved run but " + shown(now) + " here";
   }
   return "";
+}
+
+json read_manifest(const std::string& run_dir) {
+  const std::string path = run_dir + "/" + kManifestName;
+  std::ifstream in(path);
+  if (!in)
+    throw ConfigError("--from '" + run_dir + "': no " + kManifestName + " (" + errno_text(errno) +
+                      "); give the run directory a `--phases save` job printed");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json j = parse_json_limited(ss.str(), path);
+  if (!j.is_object() || j.value("manifest_version", 0) != kManifestVersion)
+    throw ConfigError("'" + path + "': not a ckptbench manifest of version " +
+                      std::to_string(kManifestVersion));
+  return j;
 }
 
 std::vector<RankIo> regroup_reads(const IoPlan& saved, int new_world) {

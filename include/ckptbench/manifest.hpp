@@ -55,4 +55,8 @@ std::string plan_key_mismatch(const nlohmann::json& saved, const nlohmann::json&
 // transfer_bytes = the bytes read.
 std::vector<RankIo> regroup_reads(const IoPlan& saved, int new_world);
 
+// Reads <run_dir>/ckptbench-manifest.json (the document). Throws ConfigError naming the file: not
+// there (not a --phases save run directory), unreadable, not JSON, or another manifest_version.
+nlohmann::json read_manifest(const std::string& run_dir);
+
 }  // namespace ckpt
