@@ -419,6 +419,10 @@ int main(int argc, char** argv) {
   run->add_option("--from", ropt.from_dir,
                   "With --phases restore: the run directory a --phases save job printed (its "
                   "config is used unless --config is given)");
+  run->add_option("--read-dir", ropt.read_dir,
+                  "With --phases restore: read every file of an existing checkpoint directory "
+                  "(safetensors shards, a DeepSpeed global_stepN/, a DCP checkpoint...) with the "
+                  "config's backend; read-only, content not verified, sizes checked");
   run->add_flag("--dry-run", ropt.dry_run,
                 "List the sweep points and the bytes each moves; no I/O");
 

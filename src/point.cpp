@@ -137,7 +137,14 @@ namespace {
 void prepare(RunState& rs, PointRun& pt) {
   const bool restore_only = rs.opt.phases == Phases::restore;
   auto [o, m] = attempt(rs.rank, [&] {
-    if (restore_only) {
+    if (restore_only && !rs.opt.read_dir.empty()) {
+      // An existing directory: its files, whole, handed out over this job's ranks.
+      pt.prep.model = build_model(pt.pc.model);
+      pt.prep.par = pt.pc.parallelism;
+      pt.prep.nodes = node_map(rs.comm, pt.pc.ranks_per_node);
+      pt.prep.plan = read_dir_plan(rs.read_files, rs.size);
+      pt.saved_reads = pt.prep.plan.ranks;
+    } else if (restore_only) {
       // As the save job planned it; read by this job's ranks (any number of them).
       const SavedPoint& sp = rs.saved.at(static_cast<size_t>(pt.index - 1));
       pt.align = sp.align;
@@ -273,7 +280,7 @@ json run_point(RunState& rs, int pi) {
 
   const size_t nbuf = static_cast<size_t>(std::max(1, pc.queue_depth));
   const uint64_t seed = 0x5EED0000ull + static_cast<uint64_t>(pi);
-  pt.pattern = rs.opt.phases == Phases::restore
+  pt.pattern = rs.opt.phases == Phases::restore && rs.opt.read_dir.empty()
                    ? std::make_unique<Pattern>(rs.saved.at(static_cast<size_t>(pi)).period,
                                                rs.saved.at(static_cast<size_t>(pi)).seed)
                    : std::make_unique<Pattern>(Pattern::period_for(pc.block_size), seed);

@@ -144,20 +144,25 @@ void finish_repetition(RunState& rs, PointRun& pt, const json& rj) {
 // verifying what it reads against the saved pattern; nothing is created or removed.
 void restore_only_repetition(RunState& rs, PointRun& pt, int rep) {
   StallScope stall(rs, pt);
-  const SavedPoint& sp = rs.saved.at(static_cast<size_t>(pt.index - 1));
-  const std::string dir = rs.run_dir + "/" + sp.dir;
+  const bool existing = !rs.opt.read_dir.empty();  // --read-dir: not ckptbench's files
+  const std::string sub =
+      existing ? std::string(".") : rs.saved.at(static_cast<size_t>(pt.index - 1)).dir;
+  const std::string dir = existing ? rs.run_dir : rs.run_dir + "/" + sub;
   const std::string where = "in point " + std::to_string(pt.index) + " repetition " +
                             std::to_string(rep + 1) + " for ranks that did not arrive";
   DirFd fd;
   auto [o, m] = attempt(rs.rank, [&] {
-    int f = open_beneath(rs.run_fd.get(), sp.dir, O_RDONLY | O_DIRECTORY);
+    int f = existing ? ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                     : open_beneath(rs.run_fd.get(), sub, O_RDONLY | O_DIRECTORY);
+    if (existing && f < 0) f = -errno;
     if (f < 0) throw IoError("open directory '" + dir + "': " + beneath_error(-f));
     fd = DirFd(f, dir);
   });
   rs.agree(o, m, 0);
   const RankIo& reads = pt.saved_reads.at(static_cast<size_t>(rs.rank));
   json rj = {{"repetition", rep + 1}};
-  RankDataPath dp(*pt.pattern, rs.rank, rs.comm, rs.cfg.verify, dir);
+  const bool verify = rs.cfg.verify && !existing;
+  RankDataPath dp(*pt.pattern, rs.rank, rs.comm, verify, dir);
   rj["cache"] = defeat_cache(rs, pt, dir, reads);
   warn_if_cached(rs, pt, rj["cache"], rep);
   dp.set_rank_shift(true);
@@ -166,8 +171,8 @@ void restore_only_repetition(RunState& rs, PointRun& pt, int rep) {
   rj["restore"]["rank_file_handles"] = restore.files;
   rj["restore"]["files"] = pt.prep.plan.stats.files;
   rj["restore"]["method"] = pt.pc.restore.method == RestoreMethod::mmap ? "mmap" : "read";
-  rj["restore"]["verify_inline"] = rs.cfg.verify;
-  rj["verified"] = rs.cfg.verify;
+  rj["restore"]["verify_inline"] = verify;
+  rj["verified"] = verify;
   rj["bytes_verified"] = sum_verified(rs, dp.bytes_verified(), where);
   finish_repetition(rs, pt, rj);
   print_repetition(rs, pt, rep, nullptr, &restore);

@@ -109,11 +109,22 @@ uint64_t preflight(const RunConfig& cfg, const RunOptions& opt, const std::strin
                    MPI_Comm comm, int rank, const Agreement& agree,
                    std::vector<Prepared>* prepared) {
   auto [o0, m0] = attempt(rank, [&] {
-    if (opt.phases == Phases::restore && opt.from_dir.empty())
+    if (opt.phases == Phases::restore && opt.from_dir.empty() && opt.read_dir.empty())
       throw ConfigError(
-          "--phases restore: give --from RUN_DIR (the run directory a --phases save job printed)");
+          "--phases restore: give --from RUN_DIR (the run directory a --phases save job printed) "
+          "or --read-dir DIR (an existing checkpoint directory)");
     if (!opt.from_dir.empty() && opt.phases != Phases::restore)
       throw ConfigError("--from applies to --phases restore only");
+    if (!opt.read_dir.empty() && opt.phases != Phases::restore)
+      throw ConfigError("--read-dir applies to --phases restore only");
+    if (!opt.read_dir.empty() && !opt.from_dir.empty())
+      throw ConfigError("give --from or --read-dir, not both");
+    if (!opt.read_dir.empty())
+      for (const auto& pc : cfg.points)
+        if (pc.direct)
+          throw ConfigError(
+              "--read-dir: 'direct' is true, but files of any size cannot be read "
+              "with O_DIRECT whole; set direct false");
     if (opt.phases == Phases::restore && !opt.target_override.empty())
       throw ConfigError("--target does not apply to --phases restore: it reads --from '" +
                         opt.from_dir + "'");
@@ -231,10 +242,27 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
   TargetFacts facts;
   std::vector<SavedPoint> saved;
   json manifest;
+  std::vector<std::pair<std::string, uint64_t>> read_files;
   if (opt.phases == Phases::restore) {
-    // A saved run: its manifest and files checked against the config before any timed I/O.
+    // A saved run: its manifest and files checked against the config before any timed I/O; or
+    // an existing directory: its files listed (nothing is ever written there).
     auto [o, m] = attempt(rank, [&] {
       if (rank != 0) return;
+      if (!opt.read_dir.empty()) {
+        run_dir = absolute_path(opt.read_dir);
+        read_files = list_regular_files(run_dir);
+        if (read_files.empty())
+          throw ConfigError("--read-dir '" + run_dir + "': no regular files in it");
+        json list = json::array();
+        for (const auto& [p, n] : read_files) list.push_back(json::array({p, n}));
+        manifest = {{"read_dir", list}};
+        facts.fs = probe_fs(run_dir);
+        dio_alignment(run_dir, facts.fs, /*probe_file=*/false);
+        facts.odirect_ok = false;
+        facts.odirect_why = "not probed: --read-dir never writes in the directory";
+        facts.can_drop_caches = ckpt::can_drop_caches();
+        return;
+      }
       run_dir = absolute_path(opt.from_dir);
       manifest = read_manifest(run_dir);
       saved = check_saved_run(cfg, manifest, run_dir);
@@ -254,8 +282,11 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
     if (rank != 0) {
       facts = TargetFacts::from_json(j["facts"]);
       manifest = j["manifest"];
-      for (const auto& p : manifest["points"])
-        saved.push_back(saved_point_from_json(p, "manifest"));
+      if (manifest.contains("read_dir"))
+        for (const auto& x : manifest["read_dir"]) read_files.emplace_back(x[0], x[1]);
+      else
+        for (const auto& p : manifest["points"])
+          saved.push_back(saved_point_from_json(p, "manifest"));
     }
   } else {
     auto [o, m] = attempt(rank, [&] {
@@ -301,7 +332,18 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
   doc["phases"] = opt.phases == Phases::save      ? "save"
                   : opt.phases == Phases::restore ? "restore"
                                                   : "both";
-  if (opt.phases == Phases::restore)
+  if (!opt.read_dir.empty()) {
+    uint64_t total = 0;
+    for (const auto& f : read_files) total += f.second;
+    doc["read_dir"] = {
+        {"dir", run_dir},
+        {"files", read_files.size()},
+        {"bytes", total},
+        {"assignment", "each file whole; largest first to the rank with the fewest bytes"},
+        {"verify", "off: the content was not written by ckptbench (sizes checked, bytes counted)"},
+        {"opened",
+         "read-only (O_RDONLY); nothing is written, renamed or removed in the directory"}};
+  } else if (opt.phases == Phases::restore)
     doc["restored_from"] = {{"run_dir", run_dir},
                             {"saved_at", manifest.value("created_at", "")},
                             {"saved_by", manifest.value("tool", json::object())},
@@ -332,9 +374,10 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
     on_signal.seed(seed);
   }
   RunState rs{cfg,     ropt,   comm,  rank, size,    agree, deadline, target,
-              run_dir, run_fd, facts, doc,  nullptr, false, {}};
+              run_dir, run_fd, facts, doc,  nullptr, false, {},       {}};
   rs.say = rank == 0 && !opt.quiet;
   rs.saved = std::move(saved);
+  rs.read_files = std::move(read_files);
   Watchdog watchdog(deadline, cfg.timeout_s, rank);
   try {
     for (int pi = 0; pi < static_cast<int>(cfg.points.size()); pi++)

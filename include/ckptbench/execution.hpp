@@ -124,6 +124,8 @@ struct RunState {
   // --phases restore: the saved points of the manifest (index = point); --phases save: the
   // manifest entries of the points saved so far.
   std::vector<SavedPoint> saved;
+  // --read-dir: the directory's regular files (relative path, size), sorted by path.
+  std::vector<std::pair<std::string, uint64_t>> read_files;
 };
 
 // One point as it runs.

@@ -19,6 +19,7 @@ enum class Phases { both, save, restore };
 struct RunOptions {
   Phases phases = Phases::both;
   std::string from_dir;  // --from: the run directory a --phases save job left (restore only)
+  std::string read_dir;  // --read-dir: an existing checkpoint directory to read (restore only)
   // The config document as given (after --set), recorded in a save job's manifest so that a
   // restore job without --config runs the same config.
   nlohmann::json config_document;
