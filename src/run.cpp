@@ -120,11 +120,16 @@ uint64_t preflight(const RunConfig& cfg, const RunOptions& opt, const std::strin
     if (!opt.read_dir.empty() && !opt.from_dir.empty())
       throw ConfigError("give --from or --read-dir, not both");
     if (!opt.read_dir.empty())
-      for (const auto& pc : cfg.points)
+      for (const auto& pc : cfg.points) {
+        if (const auto& bf = find_backend(pc.backend); !bf.read_only_refusal.empty())
+          throw ConfigError("--read-dir: backend \"" + pc.backend +
+                            "\" cannot read a directory that must stay untouched (" +
+                            bf.read_only_refusal + "); use posix or io_uring");
         if (pc.direct)
           throw ConfigError(
               "--read-dir: 'direct' is true, but files of any size cannot be read "
               "with O_DIRECT whole; set direct false");
+      }
     if (opt.phases == Phases::restore && !opt.target_override.empty())
       throw ConfigError("--target does not apply to --phases restore: it reads --from '" +
                         opt.from_dir + "'");
