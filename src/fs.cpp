@@ -93,7 +93,7 @@ FsInfo probe_fs(const std::string& dir) {
   return i;
 }
 
-uint64_t dio_alignment(const std::string& dir, FsInfo& info) {
+uint64_t dio_alignment(const std::string& dir, FsInfo& info, bool probe_file) {
 #ifdef STATX_DIOALIGN
   {
     struct statx sx;
@@ -106,7 +106,7 @@ uint64_t dio_alignment(const std::string& dir, FsInfo& info) {
     }
     // Directories may not report it; try a probe file.
     std::string probe = dir + "/.ckptbench-dio-probe";
-    int fd = open(probe.c_str(), O_CREAT | O_WRONLY | O_EXCL, 0600);
+    int fd = probe_file ? open(probe.c_str(), O_CREAT | O_WRONLY | O_EXCL, 0600) : -1;
     if (fd >= 0) {
       bool ok = statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 &&
                 (sx.stx_mask & STATX_DIOALIGN) && sx.stx_dio_offset_align > 0;
@@ -456,6 +456,26 @@ bool supports_odirect(const std::string& dir, std::string* why) {
   ::close(fd);
   ::unlink(probe.c_str());
   return true;
+}
+
+std::vector<std::pair<std::string, uint64_t>> list_regular_files(const std::string& dir) {
+  namespace sfs = std::filesystem;
+  std::vector<std::pair<std::string, uint64_t>> out;
+  std::error_code ec;
+  const sfs::path root(dir);
+  if (!sfs::is_directory(root, ec)) throw IoError("'" + dir + "' is not a directory");
+  for (auto it = sfs::recursive_directory_iterator(root, ec);
+       !ec && it != sfs::recursive_directory_iterator(); it.increment(ec)) {
+    const sfs::file_status st = it->symlink_status(ec);
+    if (ec) break;
+    if (!sfs::is_regular_file(st)) continue;
+    const uint64_t size = it->file_size(ec);
+    if (ec) break;
+    out.emplace_back(sfs::relative(it->path(), root).string(), size);
+  }
+  if (ec) throw IoError("list '" + dir + "': " + ec.message());
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 void fadvise_dontneed(const std::string& path) {

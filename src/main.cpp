@@ -16,6 +16,7 @@
 #include "ckptbench/execution.hpp"
 #include "ckptbench/jsonread.hpp"
 #include "ckptbench/layout.hpp"
+#include "ckptbench/manifest.hpp"
 #include "ckptbench/model.hpp"
 #include "ckptbench/report.hpp"
 #include "ckptbench/run.hpp"
@@ -271,7 +272,18 @@ int cmd_run(const std::string& config_path, const Overrides& ov, RunOptions opt,
     RunConfig rc;
     std::string parse_error;
     try {
-      rc = parse_config(load_config(config_path, ov, &opt.override_notes));
+      json doc;
+      if (config_path.empty() && !opt.from_dir.empty()) {
+        // A restore of a saved run without --config: the config the save job ran.
+        doc = read_manifest(opt.from_dir).value("config_document", json());
+        if (!doc.is_object())
+          throw ConfigError("--from '" + opt.from_dir + "': the manifest holds no config document");
+        for (const auto& note : apply_overrides(doc, ov.all())) opt.override_notes.push_back(note);
+      } else {
+        doc = load_config(config_path, ov, &opt.override_notes);
+      }
+      opt.config_document = doc;
+      rc = parse_config(doc);
       opt.overrides = ov.all();
       if (timeout_s >= 0) {
         rc.timeout_s = timeout_s;
@@ -398,6 +410,19 @@ int main(int argc, char** argv) {
   run->add_flag("--live", ropt.live,
                 "Show a live line (rank 0's bytes done, current GiB/s) during each phase; on by "
                 "default on a terminal, except under Open MPI, whose ranks always see a terminal");
+  std::string phases = "both";
+  run->add_option("--phases", phases,
+                  "save: save only, keep the files and write a manifest in the run directory; "
+                  "restore: read a saved run back (--from), on any number of ranks; both (the "
+                  "default): save then restore in this job")
+      ->check(CLI::IsMember({"both", "save", "restore"}));
+  run->add_option("--from", ropt.from_dir,
+                  "With --phases restore: the run directory a --phases save job printed (its "
+                  "config is used unless --config is given)");
+  run->add_option("--read-dir", ropt.read_dir,
+                  "With --phases restore: read every file of an existing checkpoint directory "
+                  "(safetensors shards, a DeepSpeed global_stepN/, a DCP checkpoint...) with the "
+                  "config's backend; read-only, content not verified, sizes checked");
   run->add_flag("--dry-run", ropt.dry_run,
                 "List the sweep points and the bytes each moves; no I/O");
 
@@ -453,6 +478,9 @@ int main(int argc, char** argv) {
   try {
     if (*run) {
       ropt.target_override = target;
+      ropt.phases = phases == "save"      ? Phases::save
+                    : phases == "restore" ? Phases::restore
+                                          : Phases::both;
       return cmd_run(config, run_ov, ropt, output, dlio_path, timeout_s);
     }
     if (*validate) return cmd_validate(vpath.empty() ? vconfig : vpath, validate_ov);

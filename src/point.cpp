@@ -135,8 +135,24 @@ namespace {
 
 // Plan, backend and cache choice of the point, agreed on by every rank.
 void prepare(RunState& rs, PointRun& pt) {
+  const bool restore_only = rs.opt.phases == Phases::restore;
   auto [o, m] = attempt(rs.rank, [&] {
-    pt.prep = prepare_point(pt.pc, rs.comm, pt.align);
+    if (restore_only && !rs.opt.read_dir.empty()) {
+      // An existing directory: its files, whole, handed out over this job's ranks.
+      pt.prep.model = build_model(pt.pc.model);
+      pt.prep.par = pt.pc.parallelism;
+      pt.prep.nodes = node_map(rs.comm, pt.pc.ranks_per_node);
+      pt.prep.plan = read_dir_plan(rs.read_files, rs.size);
+      pt.saved_reads = pt.prep.plan.ranks;
+    } else if (restore_only) {
+      // As the save job planned it; read by this job's ranks (any number of them).
+      const SavedPoint& sp = rs.saved.at(static_cast<size_t>(pt.index - 1));
+      pt.align = sp.align;
+      pt.prep = prepare_saved_point(pt.pc, sp, rs.comm);
+      pt.saved_reads = regroup_reads(pt.prep.plan, rs.size);
+    } else {
+      pt.prep = prepare_point(pt.pc, rs.comm, pt.align);
+    }
     pt.backend = find_backend(pt.pc.backend).create(pt.pc);
     if (!pt.backend) throw ConfigError("backend '" + pt.pc.backend + "' is not available here");
   });
@@ -144,6 +160,8 @@ void prepare(RunState& rs, PointRun& pt) {
   bool has_remote = false;
   for (const auto& r : pt.prep.plan.ranks) has_remote |= !r.remote.empty();
   pt.cache = resolve_cache(pt.pc, pt.prep.nodes, has_remote);
+  // A restore job reads a saved run on whatever nodes it got: each rank verifies what it reads.
+  if (restore_only && pt.cache == CacheMode::rank_shift) pt.cache = CacheMode::fadvise;
   for (const auto& w : point_warnings(pt.pc, pt.cache, pt.prep.nodes)) pt.warnings.push_back(w);
 }
 
@@ -232,7 +250,7 @@ json run_point(RunState& rs, int pi) {
   char point_name[32];
   std::snprintf(point_name, sizeof point_name, "point-%03d", pt.index);
   const std::string point_dir = rs.run_dir + "/" + point_name;
-  make_point_dir(rs, pt, point_name, point_dir);
+  if (rs.opt.phases != Phases::restore) make_point_dir(rs, pt, point_name, point_dir);
   if (rs.rank == 0)
     for (const auto& w : pt.warnings)
       std::fprintf(stderr, "ckptbench: warning: %s\n", w.get<std::string>().c_str());
@@ -261,21 +279,42 @@ json run_point(RunState& rs, int pi) {
   }
 
   const size_t nbuf = static_cast<size_t>(std::max(1, pc.queue_depth));
-  pt.pattern = std::make_unique<Pattern>(Pattern::period_for(pc.block_size), 0x5EED0000ull + pi);
+  const uint64_t seed = 0x5EED0000ull + static_cast<uint64_t>(pi);
+  pt.pattern = rs.opt.phases == Phases::restore && rs.opt.read_dir.empty()
+                   ? std::make_unique<Pattern>(rs.saved.at(static_cast<size_t>(pi)).period,
+                                               rs.saved.at(static_cast<size_t>(pi)).seed)
+                   : std::make_unique<Pattern>(Pattern::period_for(pc.block_size), seed);
   pt.pool = std::make_unique<BufferPool>(nbuf, pc.block_size,
                                          std::max<uint64_t>(rs.facts.fs.dio_mem_align, 4096),
                                          pt.pattern->period());
 
   for (int rep = 0; rep < rs.cfg.repetitions; rep++) run_repetition(rs, pt, rep);
   pt.pj["repetitions"] = pt.reps;
-  pt.pj["summary"] = {{"save", summarize(pt.reps, "save")},
-                      {"restore", summarize(pt.reps, "restore")}};
+  pt.pj["summary"] = json::object();
+  for (const char* ph : {"save", "restore"})
+    if (json sm = summarize(pt.reps, ph); !sm.empty()) pt.pj["summary"][ph] = sm;
+  if (rs.opt.phases == Phases::save) {
+    SavedPoint sp;
+    sp.index = pt.index;
+    sp.params = pc.params;
+    sp.config = pc.resolved;
+    sp.dir = pt.saved_dir;
+    sp.period = pt.pattern->period();
+    sp.seed = seed;
+    sp.align = pt.align;
+    sp.world = rs.size;
+    sp.node_of_rank = pt.prep.nodes.node_of_rank;
+    sp.digest = plan_digest(pt.prep.plan);
+    sp.files = plan.stats.files;
+    sp.file_bytes = plan.stats.file_bytes;
+    rs.saved.push_back(sp);
+  }
   point_settings(rs, pt);
   pt.pj["warnings"] = pt.warnings;
   pt.pj["status"] = "ok";
   rs.current = nullptr;
   rs.deadline.disarm();
-  if (!rs.cfg.keep && rs.rank == 0) {
+  if (!rs.cfg.keep && rs.rank == 0 && rs.opt.phases == Phases::both) {
     std::error_code ec;
     std::filesystem::remove(point_dir, ec);  // empty by now; never removes foreign files
   }

@@ -47,14 +47,24 @@ void LiveLine::stop() {
   if (t_.joinable()) t_.join();
 }
 
-void print_repetition(const RunState& rs, const PointRun& pt, int rep, const PhaseResult& save,
-                      const PhaseResult& restore) {
+void print_repetition(const RunState& rs, const PointRun& pt, int rep, const PhaseResult* save,
+                      const PhaseResult* restore) {
   if (!rs.say) return;
-  std::printf(
-      "[%d/%d] %s rep %d/%d: save %.3f GiB/s (%.3f s), restore %.3f GiB/s (%.3f s, cache %s)\n",
-      pt.index, static_cast<int>(rs.cfg.points.size()), progress_params(pt.pc).c_str(), rep + 1,
-      rs.cfg.repetitions, save.bandwidth_GiBps(), save.elapsed_s, restore.bandwidth_GiBps(),
-      restore.elapsed_s, cache_name(pt.cache).c_str());
+  std::string line = "[" + std::to_string(pt.index) + "/" + std::to_string(rs.cfg.points.size()) +
+                     "] " + progress_params(pt.pc) + " rep " + std::to_string(rep + 1) + "/" +
+                     std::to_string(rs.cfg.repetitions) + ":";
+  char buf[160];
+  if (save) {
+    std::snprintf(buf, sizeof buf, " save %.3f GiB/s (%.3f s)", save->bandwidth_GiBps(),
+                  save->elapsed_s);
+    line += buf;
+  }
+  if (restore) {
+    std::snprintf(buf, sizeof buf, "%s restore %.3f GiB/s (%.3f s, cache %s)", save ? "," : "",
+                  restore->bandwidth_GiBps(), restore->elapsed_s, cache_name(pt.cache).c_str());
+    line += buf;
+  }
+  std::printf("%s\n", line.c_str());
   std::fflush(stdout);
 }
 

@@ -121,7 +121,71 @@ class StallScope {
 
 }  // namespace
 
+namespace {
+
+// Sum over ranks of this rank's verified bytes (guarded).
+uint64_t sum_verified(RunState& rs, uint64_t v, const std::string& where) {
+  uint64_t vsum = 0;
+  MPI_Request req;
+  MPI_Iallreduce(&v, &vsum, 1, MPI_UINT64_T, MPI_SUM, rs.comm, &req);
+  wait_guarded(req, rs.comm, rs.agree.stall, "at the sum of verified bytes " + where);
+  return vsum;
+}
+
+// The repetition's report goes into the point; rank 0 rewrites the partial document.
+void finish_repetition(RunState& rs, PointRun& pt, const json& rj) {
+  pt.reps.push_back(rj);
+  rs.current = pt.pj;
+  rs.current["repetitions"] = pt.reps;
+  rs.current["warnings"] = pt.warnings;
+}
+
+// --phases restore: the saved files read back by this job's ranks (regroup_reads), each rank
+// verifying what it reads against the saved pattern; nothing is created or removed.
+void restore_only_repetition(RunState& rs, PointRun& pt, int rep) {
+  StallScope stall(rs, pt);
+  const bool existing = !rs.opt.read_dir.empty();  // --read-dir: not ckptbench's files
+  const std::string sub =
+      existing ? std::string(".") : rs.saved.at(static_cast<size_t>(pt.index - 1)).dir;
+  const std::string dir = existing ? rs.run_dir : rs.run_dir + "/" + sub;
+  const std::string where = "in point " + std::to_string(pt.index) + " repetition " +
+                            std::to_string(rep + 1) + " for ranks that did not arrive";
+  DirFd fd;
+  auto [o, m] = attempt(rs.rank, [&] {
+    int f = existing ? ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                     : open_beneath(rs.run_fd.get(), sub, O_RDONLY | O_DIRECTORY);
+    if (existing && f < 0) f = -errno;
+    if (f < 0) throw IoError("open directory '" + dir + "': " + beneath_error(-f));
+    fd = DirFd(f, dir);
+  });
+  rs.agree(o, m, 0);
+  const RankIo& reads = pt.saved_reads.at(static_cast<size_t>(rs.rank));
+  json rj = {{"repetition", rep + 1}};
+  const bool verify = rs.cfg.verify && !existing;
+  RankDataPath dp(*pt.pattern, rs.rank, rs.comm, verify, dir);
+  rj["cache"] = defeat_cache(rs, pt, dir, reads);
+  warn_if_cached(rs, pt, rj["cache"], rep);
+  dp.set_rank_shift(true);
+  PhaseResult restore = run_phase(rs, pt, Phase::restore, reads, dir, fd.get(), dp, rep);
+  rj["restore"] = restore.to_json();
+  rj["restore"]["rank_file_handles"] = restore.files;
+  rj["restore"]["files"] = pt.prep.plan.stats.files;
+  rj["restore"]["method"] = pt.pc.restore.method == RestoreMethod::mmap ? "mmap" : "read";
+  rj["restore"]["verify_inline"] = verify;
+  rj["verified"] = verify;
+  rj["bytes_verified"] = sum_verified(rs, dp.bytes_verified(), where);
+  finish_repetition(rs, pt, rj);
+  print_repetition(rs, pt, rep, nullptr, &restore);
+  auto [po, pm] = attempt(rs.rank, [&] {
+    if (rs.rank == 0 && rs.opt.on_progress) rs.opt.on_progress(partial_document(rs.doc, pt));
+  });
+  rs.agree(po, pm, 0);
+}
+
+}  // namespace
+
 void run_repetition(RunState& rs, PointRun& pt, int rep) {
+  if (rs.opt.phases == Phases::restore) return restore_only_repetition(rs, pt, rep);
   const IoPlan& plan = pt.prep.plan;
   const RankIo& mine = plan.ranks[static_cast<size_t>(rs.rank)];
   StallScope stall(rs, pt);
@@ -136,6 +200,28 @@ void run_repetition(RunState& rs, PointRun& pt, int rep) {
   json rj = {{"repetition", rep + 1}};
   NewestCheckpoint ck = run_saves(rs, pt, rep, dir, rep_fd, rj);
   const PhaseResult& save = ck.save;
+  if (rs.opt.phases == Phases::save) {
+    // Save only: the files stay for a later --phases restore job; an earlier repetition's are
+    // removed when the next one is saved (as IOR -w -k rewrites its file), unless kept.
+    if (pt.prep.nodes.nodes > 1)
+      rj["save"]["per_node"] = per_node_bandwidth(pt.prep.nodes.node_of_rank, save.rank_bytes,
+                                                  save.rank_times_s, pt.prep.nodes.names);
+    if (rep == 0) check_striping(rs, pt, ck.dir);
+    finish_repetition(rs, pt, rj);
+    print_repetition(rs, pt, rep, &save, nullptr);
+    auto [po, pm] = attempt(rs.rank, [&] {
+      if (rs.rank == 0 && rs.opt.on_progress) rs.opt.on_progress(partial_document(rs.doc, pt));
+    });
+    rs.agree(po, pm, 0);
+    guarded_barrier(rs.comm, rs.agree.stall, "at the barrier after the save " + where);
+    auto [o, m] = attempt(rs.rank, [&] {
+      if (rs.rank != 0 || pt.saved_dir.empty() || rs.cfg.keep) return;
+      remove_tree(rs.run_dir + "/" + pt.saved_dir, rs.run_dir);
+    });
+    rs.agree(o, m, 0);
+    pt.saved_dir = sub;
+    return;
+  }
 
   // The restore reads the newest checkpoint: this rank's own files back; with rank-shift, the
   // files of the rank ranks/nodes further on; with `restore.parallelism` / `weights_only`, the
@@ -185,7 +271,7 @@ void run_repetition(RunState& rs, PointRun& pt, int rep) {
   rs.current = pt.pj;
   rs.current["repetitions"] = pt.reps;
   rs.current["warnings"] = pt.warnings;
-  print_repetition(rs, pt, rep, save, restore);
+  print_repetition(rs, pt, rep, &save, &restore);
 
   // Every rank passes here; only rank 0 writes, and all agree on whether it worked.
   auto [po, pm] = attempt(rs.rank, [&] {

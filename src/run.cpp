@@ -12,7 +12,9 @@
 #include "ckptbench/error.hpp"
 #include "ckptbench/execution.hpp"
 #include "ckptbench/interrupt.hpp"
+#include "ckptbench/manifest.hpp"
 #include "ckptbench/report.hpp"
+#include "ckptbench/version.hpp"
 
 namespace ckpt {
 
@@ -106,6 +108,36 @@ namespace {
 uint64_t preflight(const RunConfig& cfg, const RunOptions& opt, const std::string& target,
                    MPI_Comm comm, int rank, const Agreement& agree,
                    std::vector<Prepared>* prepared) {
+  auto [o0, m0] = attempt(rank, [&] {
+    if (opt.phases == Phases::restore && opt.from_dir.empty() && opt.read_dir.empty())
+      throw ConfigError(
+          "--phases restore: give --from RUN_DIR (the run directory a --phases save job printed) "
+          "or --read-dir DIR (an existing checkpoint directory)");
+    if (!opt.from_dir.empty() && opt.phases != Phases::restore)
+      throw ConfigError("--from applies to --phases restore only");
+    if (!opt.read_dir.empty() && opt.phases != Phases::restore)
+      throw ConfigError("--read-dir applies to --phases restore only");
+    if (!opt.read_dir.empty() && !opt.from_dir.empty())
+      throw ConfigError("give --from or --read-dir, not both");
+    if (!opt.read_dir.empty())
+      for (const auto& pc : cfg.points) {
+        if (const auto& bf = find_backend(pc.backend); !bf.read_only_refusal.empty())
+          throw ConfigError("--read-dir: backend \"" + pc.backend +
+                            "\" cannot read a directory that must stay untouched (" +
+                            bf.read_only_refusal + "); use posix or io_uring");
+        if (pc.direct)
+          throw ConfigError(
+              "--read-dir: 'direct' is true, but files of any size cannot be read "
+              "with O_DIRECT whole; set direct false");
+      }
+    if (opt.phases == Phases::restore && !opt.target_override.empty())
+      throw ConfigError("--target does not apply to --phases restore: it reads --from '" +
+                        opt.from_dir + "'");
+    if (opt.phases != Phases::both && opt.dry_run)
+      throw ConfigError("--dry-run lists a whole run; leave out --phases");
+  });
+  agree(o0, m0, 0);
+  if (opt.phases == Phases::restore) return 0;  // checked against the saved run instead
   auto [o, m] = attempt(rank, [&] {
     if (opt.dry_run || rank != 0) return;
     check_target(target, opt.force);
@@ -165,7 +197,7 @@ void record_failure(RunState& rs, RunResult& res, const Error& e) {
   }
   // Every rank agreed on this error, so a barrier is safe; then remove what this run made.
   MPI_Barrier(rs.comm);
-  if (!rs.cfg.keep && rs.rank == 0) {
+  if (!rs.cfg.keep && rs.rank == 0 && rs.opt.phases != Phases::restore) {
     try {
       remove_tree(rs.run_dir, rs.target);
     } catch (const Error&) {
@@ -213,7 +245,55 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
   target = absolute_path(target);
   std::string run_dir;
   TargetFacts facts;
-  {
+  std::vector<SavedPoint> saved;
+  json manifest;
+  std::vector<std::pair<std::string, uint64_t>> read_files;
+  if (opt.phases == Phases::restore) {
+    // A saved run: its manifest and files checked against the config before any timed I/O; or
+    // an existing directory: its files listed (nothing is ever written there).
+    auto [o, m] = attempt(rank, [&] {
+      if (rank != 0) return;
+      if (!opt.read_dir.empty()) {
+        run_dir = absolute_path(opt.read_dir);
+        read_files = list_regular_files(run_dir);
+        if (read_files.empty())
+          throw ConfigError("--read-dir '" + run_dir + "': no regular files in it");
+        json list = json::array();
+        for (const auto& [p, n] : read_files) list.push_back(json::array({p, n}));
+        manifest = {{"read_dir", list}};
+        facts.fs = probe_fs(run_dir);
+        dio_alignment(run_dir, facts.fs, /*probe_file=*/false);
+        facts.odirect_ok = false;
+        facts.odirect_why = "not probed: --read-dir never writes in the directory";
+        facts.can_drop_caches = ckpt::can_drop_caches();
+        return;
+      }
+      run_dir = absolute_path(opt.from_dir);
+      manifest = read_manifest(run_dir);
+      saved = check_saved_run(cfg, manifest, run_dir);
+      facts.fs = probe_fs(run_dir);
+      dio_alignment(run_dir, facts.fs);
+      facts.odirect_ok = supports_odirect(run_dir, &facts.odirect_why);
+      facts.can_drop_caches = ckpt::can_drop_caches();
+    });
+    if (failed_before_io(res, [&] { agree(o, m, 0); })) return res;
+    json j = json::parse(bcast_string(
+        rank == 0
+            ? json{{"dir", run_dir}, {"facts", facts.to_json()}, {"manifest", manifest}}.dump()
+            : std::string(),
+        0, comm));
+    run_dir = j["dir"];
+    target = std::filesystem::path(run_dir).parent_path().string();
+    if (rank != 0) {
+      facts = TargetFacts::from_json(j["facts"]);
+      manifest = j["manifest"];
+      if (manifest.contains("read_dir"))
+        for (const auto& x : manifest["read_dir"]) read_files.emplace_back(x[0], x[1]);
+      else
+        for (const auto& p : manifest["points"])
+          saved.push_back(saved_point_from_json(p, "manifest"));
+    }
+  } else {
     auto [o, m] = attempt(rank, [&] {
       if (rank == 0)
         run_dir =
@@ -221,8 +301,6 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
     });
     // The run directory could not be made or examined: nothing was measured, no document.
     if (failed_before_io(res, [&] { agree(o, m, 0); })) return res;
-  }
-  {
     json j = json::parse(bcast_string(
         rank == 0 ? json{{"dir", run_dir}, {"facts", facts.to_json()}}.dump() : std::string(), 0,
         comm));
@@ -237,7 +315,7 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
   }
   // Checks that need the file system: still before any benchmark I/O.
   if (std::string err = target_point_error(cfg, facts, run_dir); !err.empty()) {
-    if (rank == 0) {
+    if (rank == 0 && opt.phases != Phases::restore) {
       ::rmdir(run_dir.c_str());
       target_lock.release();
       if (facts.target_created) ::rmdir(target.c_str());  // refused: leave nothing behind
@@ -256,6 +334,25 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
   doc["environment"]["file_system"] = facts.fs.to_json();
   doc["environment"]["backends"] = probe_backends();
   doc["points"] = json::array();
+  doc["phases"] = opt.phases == Phases::save      ? "save"
+                  : opt.phases == Phases::restore ? "restore"
+                                                  : "both";
+  if (!opt.read_dir.empty()) {
+    uint64_t total = 0;
+    for (const auto& f : read_files) total += f.second;
+    doc["read_dir"] = {
+        {"dir", run_dir},
+        {"files", read_files.size()},
+        {"bytes", total},
+        {"assignment", "each file whole; largest first to the rank with the fewest bytes"},
+        {"verify", "off: the content was not written by ckptbench (sizes checked, bytes counted)"},
+        {"opened",
+         "read-only (O_RDONLY); nothing is written, renamed or removed in the directory"}};
+  } else if (opt.phases == Phases::restore)
+    doc["restored_from"] = {{"run_dir", run_dir},
+                            {"saved_at", manifest.value("created_at", "")},
+                            {"saved_by", manifest.value("tool", json::object())},
+                            {"saved_world", saved.empty() ? 0 : saved.front().world}};
   doc["status"] = "running";
   if (rank == 0 && !opt.quiet) std::printf("%s", run_header(doc, cfg).c_str());
   for (const LockFile* l : {&output_lock, &target_lock})
@@ -266,8 +363,9 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
 
   // Stop signals are acted on at once by a watcher (interrupt.hpp); the progress writes go through
   // it so that its emergency write never races them.
-  SignalCleanup on_signal(rank, run_dir, target, !cfg.keep, rank == 0 ? opt.on_progress : nullptr,
-                          [&output_lock, &target_lock] {
+  // A saved run being restored is never removed.
+  SignalCleanup on_signal(rank, run_dir, target, !cfg.keep && opt.phases != Phases::restore,
+                          rank == 0 ? opt.on_progress : nullptr, [&output_lock, &target_lock] {
                             output_lock.release();
                             target_lock.release();
                           });
@@ -280,17 +378,37 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
     seed["points_completed"] = 0;
     on_signal.seed(seed);
   }
-  RunState rs{cfg, ropt, comm, rank, size, agree, deadline, target, run_dir, run_fd, facts, doc};
+  RunState rs{cfg,     ropt,   comm,  rank, size,    agree, deadline, target,
+              run_dir, run_fd, facts, doc,  nullptr, false, {},       {}};
   rs.say = rank == 0 && !opt.quiet;
+  rs.saved = std::move(saved);
+  rs.read_files = std::move(read_files);
   Watchdog watchdog(deadline, cfg.timeout_s, rank);
   try {
     for (int pi = 0; pi < static_cast<int>(cfg.points.size()); pi++)
       doc["points"].push_back(run_point(rs, pi));
+    if (opt.phases == Phases::save) {
+      // The manifest a later --phases restore job reads (rank 0; every rank agrees it worked).
+      auto [o, m] = attempt(rank, [&] {
+        if (rank != 0) return;
+        json man = {{"manifest_version", kManifestVersion},
+                    {"tool", {{"name", "ckptbench"}, {"version", kVersion}, {"git", kGit}}},
+                    {"created_at", utc_now()},
+                    {"config_document", opt.config_document},
+                    {"points", json::array()}};
+        for (const auto& sp : rs.saved) man["points"].push_back(saved_point_json(sp));
+        write_report(man, run_dir + "/" + kManifestName);
+        doc["manifest"] = run_dir + "/" + kManifestName;
+        if (!opt.quiet)
+          std::printf("saved: restore with --phases restore --from %s\n", run_dir.c_str());
+      });
+      agree(o, m, 0);
+    }
     doc["status"] = "ok";
   } catch (const Error& e) {
     record_failure(rs, res, e);
   }
-  if (!cfg.keep && rank == 0) {
+  if (!cfg.keep && rank == 0 && opt.phases == Phases::both) {
     std::error_code ec;
     std::filesystem::remove(run_dir, ec);  // only if empty: never deletes what we did not make
   }

@@ -151,6 +151,10 @@ struct BackendFactory {
   // itself), so a restore that reads byte ranges of the files (`restore.parallelism`,
   // `restore.weights_only`, `restore.method` "mmap") is refused with this reason.
   std::string file_offsets_refusal;
+  // Not empty: opening files through this backend may create entries beside them (MPI-IO's
+  // shared-file-pointer files), so it cannot read a directory that must stay untouched
+  // (--read-dir); this says why.
+  std::string read_only_refusal;
   std::function<std::unique_ptr<Backend>(const PointConfig&)> create;
   // Not empty: this binary was configured without the backend, and this says so and how to get
   // it ("not built (configure with -DCKPT_WITH_HDF5=ON)"). The backend stays in the registry (its

@@ -22,6 +22,7 @@
 #include "ckptbench/fs.hpp"
 #include "ckptbench/layout.hpp"
 #include "ckptbench/lifecycle.hpp"
+#include "ckptbench/manifest.hpp"
 #include "ckptbench/metrics.hpp"
 #include "ckptbench/model.hpp"
 #include "ckptbench/nodes.hpp"
@@ -50,6 +51,14 @@ Prepared prepare_point(const PointConfig& pc, MPI_Comm comm, uint64_t align);
 // With restore.parallelism / restore.weights_only: resolves the restore parallelism (errors name
 // restore.parallelism) and computes p.reshard from p's model, parallelism and plan.
 void plan_restore(Prepared& p, const PointConfig& pc, int world);
+// --phases restore: the point as the save job planned it (its world, node map and alignment; the
+// node map of this job for the per-node figures). Throws ConfigError naming what differs.
+Prepared prepare_saved_point(const PointConfig& pc, const SavedPoint& saved, MPI_Comm comm);
+// --phases restore, rank 0, before any I/O: the manifest's points against the config (count,
+// plan keys, plan digest) and the saved files (present, regular, of the planned size). Returns
+// the saved points; throws ConfigError naming the point, key, file or size.
+std::vector<SavedPoint> check_saved_run(const RunConfig& cfg, const nlohmann::json& manifest,
+                                        const std::string& run_dir);
 // The point's extent alignment: `align` when set, else max(4096, the O_DIRECT alignment).
 uint64_t point_align(const PointConfig& pc, uint64_t dio_align);
 // The report's `plan` of a point.
@@ -112,6 +121,11 @@ struct RunState {
   nlohmann::json& doc;               // the report so far (finished points)
   nlohmann::json current = nullptr;  // the point being run, kept for the report if it fails
   bool say = false;                  // rank 0 prints progress
+  // --phases restore: the saved points of the manifest (index = point); --phases save: the
+  // manifest entries of the points saved so far.
+  std::vector<SavedPoint> saved;
+  // --read-dir: the directory's regular files (relative path, size), sorted by path.
+  std::vector<std::pair<std::string, uint64_t>> read_files;
 };
 
 // One point as it runs.
@@ -131,6 +145,8 @@ struct PointRun {
   bool warned_cached = false;  // the restore-in-page-cache warning was given (once per point)
   std::unique_ptr<StagingMemory> staging;  // async saves: host staging, allocated once
   std::unique_ptr<ComputeLoad> compute;    // compute_s > 0: the synthetic training compute
+  std::vector<RankIo> saved_reads;  // --phases restore: the saved files regrouped on this job
+  std::string saved_dir;            // --phases save: where the kept repetition's files are
   void warn(const RunState& rs, const std::string& w);
 };
 
@@ -168,8 +184,9 @@ nlohmann::json defeat_cache(RunState& rs, PointRun& pt, const std::string& dir,
 // progress.cpp
 // "[2/6] layout=shared-file rep 1/3: save 1.234 GiB/s (0.5 s), restore ..." on rank 0 (unless
 // quiet).
-void print_repetition(const RunState& rs, const PointRun& pt, int rep, const PhaseResult& save,
-                      const PhaseResult& restore);
+// (either phase may be null: a save-only or restore-only run).
+void print_repetition(const RunState& rs, const PointRun& pt, int rep, const PhaseResult* save,
+                      const PhaseResult* restore);
 // The document as it would stand if the run died now: the finished points, this point with its
 // finished repetitions ("incomplete"), status "failed" with the reason "interrupted".
 nlohmann::json partial_document(const nlohmann::json& doc, const PointRun& pt);

@@ -26,7 +26,9 @@ std::string fs_type_name(uint64_t magic);
 FsInfo probe_fs(const std::string& dir);
 // Direct-I/O offset alignment for files in dir: statx(STATX_DIOALIGN) on a probe file, else the
 // device's logical_block_size from sysfs, else 4096. Sets info fields.
-uint64_t dio_alignment(const std::string& dir, FsInfo& info);
+// probe_file false: never creates anything in dir (statx of the directory, else the device's
+// logical block size), for directories ckptbench must not write in (--read-dir).
+uint64_t dio_alignment(const std::string& dir, FsInfo& info, bool probe_file = true);
 
 // Checks a run target before anything is written: parent exists, is a directory, writable, not
 // `/`, a home or a system directory; if it exists and is non-empty, `force` must be set.
@@ -113,6 +115,9 @@ void mkdir_beneath(int dirfd, const std::string& rel, const std::string& shown);
 std::string beneath_error(int err);
 // Removes a directory tree the tool created (refuses paths outside `root`). Throws IoError.
 void remove_tree(const std::string& path, const std::string& root);
+// The regular files below dir (recursively; symbolic links are neither followed nor listed), as
+// (path relative to dir, size), sorted by path. Throws IoError naming what cannot be read.
+std::vector<std::pair<std::string, uint64_t>> list_regular_files(const std::string& dir);
 // Absolute, lexically normalised path.
 std::string absolute_path(const std::string& p);
 

@@ -11,7 +11,18 @@
 
 namespace ckpt {
 
+// Which phases a run executes (`--phases`): both in one job, or save and restore in separate
+// jobs (the save job keeps its files and writes a manifest; the restore job reads them --from its
+// run directory, on any number of ranks).
+enum class Phases { both, save, restore };
+
 struct RunOptions {
+  Phases phases = Phases::both;
+  std::string from_dir;  // --from: the run directory a --phases save job left (restore only)
+  std::string read_dir;  // --read-dir: an existing checkpoint directory to read (restore only)
+  // The config document as given (after --set), recorded in a save job's manifest so that a
+  // restore job without --config runs the same config.
+  nlohmann::json config_document;
   std::string target_override;  // --target
   bool force = false;           // allow a non-empty target
   bool quiet = false;           // no progress lines

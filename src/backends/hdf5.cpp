@@ -841,6 +841,9 @@ BackendFactory hdf5_backend() {
   f.stream_transfers = false;
   f.stream_refusal = "one H5Dwrite/H5Dread per dataset: a transfer cannot cross tensors";
   f.file_offsets_refusal = "HDF5 places each dataset in the file itself";
+  f.read_only_refusal =
+      "it opens files through MPI-IO, which may create helper files beside them, and reads HDF5 "
+      "datasets, not arbitrary files";
   f.option_keys = hdf5::option_keys();
   f.validate = [](const PointConfig& p) {
     hdf5::parse_options(p);

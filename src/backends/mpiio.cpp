@@ -446,6 +446,9 @@ class MpiioBackend final : public Backend {
 BackendFactory mpiio_backend() {
   BackendFactory f;
   f.name = "mpiio";
+  f.read_only_refusal =
+      "MPI_File_open may create helper files beside the file it opens (Open MPI's shared-file-"
+      "pointer files), which would change the directory";
   f.description =
       "MPI-IO: independent (write_at/read_at) or collective (*_at_all) transfers, hints";
   f.probe = [] { return std::string(); };
