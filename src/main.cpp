@@ -273,6 +273,8 @@ int cmd_run(const std::string& config_path, const Overrides& ov, RunOptions opt,
     std::string parse_error;
     try {
       json doc;
+      // --from REPORT.json: the run directory the save job's report names.
+      if (!opt.from_dir.empty()) opt.from_dir = saved_run_dir(opt.from_dir);
       if (config_path.empty() && !opt.from_dir.empty()) {
         // A restore of a saved run without --config: the config the save job ran.
         doc = read_manifest(opt.from_dir).value("config_document", json());
@@ -417,12 +419,21 @@ int main(int argc, char** argv) {
                   "default): save then restore in this job")
       ->check(CLI::IsMember({"both", "save", "restore"}));
   run->add_option("--from", ropt.from_dir,
-                  "With --phases restore: the run directory a --phases save job printed (its "
-                  "config is used unless --config is given)");
+                  "With --phases restore: the run directory a --phases save job printed, or that "
+                  "job's report (its environment.run_dir); the save job's config is used unless "
+                  "--config is given");
   run->add_option("--read-dir", ropt.read_dir,
                   "With --phases restore: read every file of an existing checkpoint directory "
                   "(safetensors shards, a DeepSpeed global_stepN/, a DCP checkpoint...) with the "
                   "config's backend; read-only, content not verified, sizes checked");
+  std::string read_assign = "auto";
+  run->add_option("--read-assign", read_assign,
+                  "With --read-dir: which rank reads which file. auto (default): as the "
+                  "framework's loader would (a Hugging Face safetensors model, a DeepSpeed tag, a "
+                  "DCP checkpoint) when recognised and applicable here, else size; size: each "
+                  "file whole, largest first to the least loaded rank; loader: the loader's, or "
+                  "exit 2 saying why it does not apply")
+      ->check(CLI::IsMember({"auto", "size", "loader"}));
   run->add_flag("--dry-run", ropt.dry_run,
                 "List the sweep points and the bytes each moves; no I/O");
 
@@ -478,6 +489,7 @@ int main(int argc, char** argv) {
   try {
     if (*run) {
       ropt.target_override = target;
+      ropt.read_assign = parse_read_assign(read_assign);
       ropt.phases = phases == "save"      ? Phases::save
                     : phases == "restore" ? Phases::restore
                                           : Phases::both;

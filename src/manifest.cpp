@@ -1,5 +1,7 @@
 #include "ckptbench/manifest.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -9,6 +11,7 @@
 #include <sstream>
 
 #include "ckptbench/error.hpp"
+#include "ckptbench/fs.hpp"
 #include "ckptbench/jsonread.hpp"
 
 namespace ckpt {
@@ -201,54 +204,22 @@ std::string plan_key_mismatch(const json& saved, const json& now) {
   return "";
 }
 
-IoPlan read_dir_plan(const std::vector<std::pair<std::string, uint64_t>>& files, int world) {
-  if (world < 1) throw Error("read_dir_plan: no ranks");
-  IoPlan plan;
-  plan.ranks.resize(static_cast<size_t>(world));
-  for (int r = 0; r < world; r++) plan.ranks[static_cast<size_t>(r)].rank = r;
-  std::vector<size_t> order(files.size());
-  for (size_t i = 0; i < order.size(); i++) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return files[a].second > files[b].second; });
-  std::vector<uint64_t> load(static_cast<size_t>(world), 0);
-  std::vector<std::vector<size_t>> mine(static_cast<size_t>(world));
-  for (size_t i : order) {
-    const size_t r = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    load[r] += files[i].second;
-    mine[r].push_back(i);
-  }
-  for (size_t r = 0; r < mine.size(); r++) {
-    RankIo& io = plan.ranks[r];
-    std::sort(mine[r].begin(), mine[r].end());
-    for (size_t i : mine[r]) {
-      FileSpec f;
-      f.id = static_cast<uint32_t>(i);
-      f.path = files[i].first;
-      f.size = files[i].second;
-      f.writers = {static_cast<int>(r)};
-      if (f.size > 0) {
-        Extent e;
-        e.offset = 0;
-        e.length = e.padded = f.size;
-        e.source = static_cast<int>(r);
-        f.extents.push_back(e);
-      }
-      io.payload_bytes += f.size;
-      io.transfer_bytes += f.size;
-      io.files.push_back(std::move(f));
-    }
-  }
-  PlanStats& st = plan.stats;
-  st.files = files.size();
-  for (const auto& [path, size] : files) {
-    st.payload_bytes += size;
-    st.file_bytes += size;
-    st.size_histogram[size == 0 ? -1 : 63 - __builtin_clzll(size)]++;
-  }
-  st.rank_bytes_min = *std::min_element(load.begin(), load.end());
-  st.rank_bytes_max = *std::max_element(load.begin(), load.end());
-  st.rank_bytes_mean = static_cast<double>(st.payload_bytes) / world;
-  return plan;
+std::string saved_run_dir(const std::string& from) {
+  struct stat st {};
+  if (::stat(from.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return from;
+  const json r = parse_json_limited(read_small_file(from, 1ull << 30), from);
+  auto refuse = [&](const std::string& why) {
+    return ConfigError("--from '" + from + "': " + why +
+                       "; give a --phases save job's run directory or its report");
+  };
+  if (!r.is_object() || r.value("phases", "") != "save")
+    throw refuse("not the report of a --phases save run (its \"phases\" is not \"save\")");
+  if (r.value("status", "") != "ok")
+    throw refuse("the save job did not finish (status \"" + r.value("status", "") + "\")");
+  const json env = r.value("environment", json::object());
+  if (!env.contains("run_dir") || !env["run_dir"].is_string())
+    throw refuse("the report names no environment.run_dir");
+  return env["run_dir"].get<std::string>();
 }
 
 json read_manifest(const std::string& run_dir) {

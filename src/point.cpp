@@ -140,9 +140,11 @@ void prepare(RunState& rs, PointRun& pt) {
     if (restore_only && !rs.opt.read_dir.empty()) {
       // An existing directory: its files, whole, handed out over this job's ranks.
       pt.prep.model = build_model(pt.pc.model);
-      pt.prep.par = pt.pc.parallelism;
+      // The readers are this job's ranks: no model parallelism (the config's plays no part).
+      pt.prep.par = Parallelism{};
+      pt.prep.par.dp = rs.size;
       pt.prep.nodes = node_map(rs.comm, pt.pc.ranks_per_node);
-      pt.prep.plan = read_dir_plan(rs.read_files, rs.size);
+      pt.prep.plan = read_dir_plan(rs.read_files, rs.read_assignment);
       pt.saved_reads = pt.prep.plan.ranks;
     } else if (restore_only) {
       // As the save job planned it; read by this job's ranks (any number of them).

@@ -756,10 +756,22 @@ std::string run_header(const json& doc, const RunConfig& cfg) {
     dp += std::to_string(ranks.get<int64_t>() / (par.value("tp", 1) * par.value("pp", 1)));
     dp += ")";
   }
-  o << "ckptbench " << kVersion << ": " << model << ", world " << scalar_text(ranks)
-    << " rank(s) on " << scalar_text(env.value("nodes", json())) << " node(s), tp "
-    << scalar_text(par.value("tp", json())) << " pp " << scalar_text(par.value("pp", json()))
-    << " dp " << dp << " ZeRO " << scalar_text(par.value("zero_stage", json())) << "\n";
+  if (const json& rd = doc.value("read_dir", json()); rd.is_object()) {
+    // An existing directory: the config's model and parallelism play no part.
+    const json& a = rd.value("assignment", json::object());
+    o << "ckptbench " << kVersion << ": reading " << scalar_text(rd.value("dir", json())) << " ("
+      << scalar_text(rd.value("files", json())) << " files, " << human_bytes(rd.value("bytes", 0.0))
+      << "), world " << scalar_text(ranks) << " rank(s) on "
+      << scalar_text(env.value("nodes", json())) << " node(s)\n  assignment "
+      << scalar_text(a.value("rule", json())) << ": " << scalar_text(a.value("description", json()))
+      << "\n";
+    if (a.contains("not_applied")) o << "  not applied: " << scalar_text(a["not_applied"]) << "\n";
+  } else {
+    o << "ckptbench " << kVersion << ": " << model << ", world " << scalar_text(ranks)
+      << " rank(s) on " << scalar_text(env.value("nodes", json())) << " node(s), tp "
+      << scalar_text(par.value("tp", json())) << " pp " << scalar_text(par.value("pp", json()))
+      << " dp " << dp << " ZeRO " << scalar_text(par.value("zero_stage", json())) << "\n";
+  }
   // What varies between points is named as swept; the rest is the first point's.
   std::vector<std::string> swept;
   for (const auto& p : cfg.points)
@@ -775,9 +787,11 @@ std::string run_header(const json& doc, const RunConfig& cfg) {
   o << "  layout " << key("layout") << ", backend " << key("backend") << ", direct "
     << key("direct") << ", block " << block << ", queue depth " << key("queue_depth") << ", cache "
     << key("cache") << "\n";
-  o << "  target " << scalar_text(env.value("target", json())) << " ("
-    << scalar_text(fs.value("type", json())) << "), run directory "
-    << std::filesystem::path(scalar_text(env.value("run_dir", json()))).filename().string() << "\n";
+  if (!doc.contains("read_dir"))
+    o << "  target " << scalar_text(env.value("target", json())) << " ("
+      << scalar_text(fs.value("type", json())) << "), run directory "
+      << std::filesystem::path(scalar_text(env.value("run_dir", json()))).filename().string()
+      << "\n";
   o << "  " << cfg.points.size() << " point(s) x " << cfg.repetitions << " repetition(s)";
   if (!swept.empty()) {
     o << ", swept:";

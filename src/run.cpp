@@ -117,6 +117,8 @@ uint64_t preflight(const RunConfig& cfg, const RunOptions& opt, const std::strin
       throw ConfigError("--from applies to --phases restore only");
     if (!opt.read_dir.empty() && opt.phases != Phases::restore)
       throw ConfigError("--read-dir applies to --phases restore only");
+    if (opt.read_assign != ReadAssign::automatic && opt.read_dir.empty())
+      throw ConfigError("--read-assign applies to --read-dir only");
     if (!opt.read_dir.empty() && !opt.from_dir.empty())
       throw ConfigError("give --from or --read-dir, not both");
     if (!opt.read_dir.empty())
@@ -247,7 +249,8 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
   TargetFacts facts;
   std::vector<SavedPoint> saved;
   json manifest;
-  std::vector<std::pair<std::string, uint64_t>> read_files;
+  DirFiles read_files;
+  ReadDirAssignment assignment;
   if (opt.phases == Phases::restore) {
     // A saved run: its manifest and files checked against the config before any timed I/O; or
     // an existing directory: its files listed (nothing is ever written there).
@@ -258,9 +261,13 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
         read_files = list_regular_files(run_dir);
         if (read_files.empty())
           throw ConfigError("--read-dir '" + run_dir + "': no regular files in it");
+        // The rank assignment (a safetensors index or DeepSpeed's `latest` read here, once).
+        assignment = assign_read_dir(read_files, size, opt.read_assign, [&](const std::string& p) {
+          return read_small_file(run_dir + "/" + p, 64ull << 20);
+        });
         json list = json::array();
         for (const auto& [p, n] : read_files) list.push_back(json::array({p, n}));
-        manifest = {{"read_dir", list}};
+        manifest = {{"read_dir", list}, {"assignment", assignment.to_json()}};
         facts.fs = probe_fs(run_dir);
         dio_alignment(run_dir, facts.fs, /*probe_file=*/false);
         facts.odirect_ok = false;
@@ -287,9 +294,10 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
     if (rank != 0) {
       facts = TargetFacts::from_json(j["facts"]);
       manifest = j["manifest"];
-      if (manifest.contains("read_dir"))
+      if (manifest.contains("read_dir")) {
         for (const auto& x : manifest["read_dir"]) read_files.emplace_back(x[0], x[1]);
-      else
+        assignment = ReadDirAssignment::from_json(manifest["assignment"]);
+      } else
         for (const auto& p : manifest["points"])
           saved.push_back(saved_point_from_json(p, "manifest"));
     }
@@ -344,7 +352,10 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
         {"dir", run_dir},
         {"files", read_files.size()},
         {"bytes", total},
-        {"assignment", "each file whole; largest first to the rank with the fewest bytes"},
+        {"read_assign", opt.read_assign == ReadAssign::automatic ? "auto"
+                        : opt.read_assign == ReadAssign::size    ? "size"
+                                                                 : "loader"},
+        {"assignment", assignment.summary(read_files)},
         {"verify", "off: the content was not written by ckptbench (sizes checked, bytes counted)"},
         {"opened",
          "read-only (O_RDONLY); nothing is written, renamed or removed in the directory"}};
@@ -378,11 +389,12 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
     seed["points_completed"] = 0;
     on_signal.seed(seed);
   }
-  RunState rs{cfg,     ropt,   comm,  rank, size,    agree, deadline, target,
-              run_dir, run_fd, facts, doc,  nullptr, false, {},       {}};
+  RunState rs{cfg,    ropt,  comm, rank,    size,  agree, deadline, target, run_dir,
+              run_fd, facts, doc,  nullptr, false, {},    {},       {}};
   rs.say = rank == 0 && !opt.quiet;
   rs.saved = std::move(saved);
   rs.read_files = std::move(read_files);
+  rs.read_assignment = std::move(assignment);
   Watchdog watchdog(deadline, cfg.timeout_s, rank);
   try {
     for (int pi = 0; pi < static_cast<int>(cfg.points.size()); pi++)

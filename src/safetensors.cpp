@@ -16,6 +16,7 @@
 #include <unordered_set>
 
 #include "ckptbench/error.hpp"
+#include "ckptbench/fs.hpp"
 #include "ckptbench/jsonread.hpp"
 
 namespace ckpt {
@@ -242,20 +243,6 @@ ModelDesc make_model(const std::string& path, std::vector<SafetensorsEntry> entr
                    [&](const TensorDesc& a, const TensorDesc& b) { return rank(a) < rank(b); });
   m.num_layers = static_cast<uint64_t>(max_layer + 1);
   return m;
-}
-
-std::string read_small_file(const std::string& path, uint64_t limit) {
-  Fd f;
-  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (f.fd < 0) throw ConfigError(path + ": cannot open: " + errno_text(errno));
-  struct stat st {};
-  if (::fstat(f.fd, &st) != 0) throw ConfigError(path + ": fstat: " + errno_text(errno));
-  if (!S_ISREG(st.st_mode)) throw ConfigError(path + ": not a regular file");
-  if (static_cast<uint64_t>(st.st_size) > limit)
-    throw ConfigError(path + ": larger than " + std::to_string(limit >> 20) + " MiB");
-  std::string s(static_cast<size_t>(st.st_size), '\0');
-  if (!s.empty()) pread_all(f.fd, s.data(), s.size(), 0, path);
-  return s;
 }
 
 ModelDesc import_index(const std::string& path) {

@@ -26,6 +26,7 @@
 #include "ckptbench/metrics.hpp"
 #include "ckptbench/model.hpp"
 #include "ckptbench/nodes.hpp"
+#include "ckptbench/read_dir.hpp"
 #include "ckptbench/reshard.hpp"
 #include "ckptbench/run.hpp"
 #include "ckptbench/sharding.hpp"
@@ -125,7 +126,8 @@ struct RunState {
   // manifest entries of the points saved so far.
   std::vector<SavedPoint> saved;
   // --read-dir: the directory's regular files (relative path, size), sorted by path.
-  std::vector<std::pair<std::string, uint64_t>> read_files;
+  DirFiles read_files;
+  ReadDirAssignment read_assignment;  // which rank reads which of them
 };
 
 // One point as it runs.

@@ -55,11 +55,10 @@ std::string plan_key_mismatch(const nlohmann::json& saved, const nlohmann::json&
 // transfer_bytes = the bytes read.
 std::vector<RankIo> regroup_reads(const IoPlan& saved, int new_world);
 
-// --read-dir: the plan of reading an existing directory's files (relative path, size; sorted by
-// path) on `world` ranks: each file whole, one extent [0, size); files handed out largest first to
-// the rank with the fewest bytes so far (ties: the lowest rank), as a loader spreading shards over
-// ranks would. File ids are the indices in `files`. Empty files are listed but not read.
-IoPlan read_dir_plan(const std::vector<std::pair<std::string, uint64_t>>& files, int world);
+// --from: a directory as given; a regular file is taken as a --phases save job's report and its
+// environment.run_dir returned. Throws ConfigError naming the file: unreadable, not JSON, not the
+// report of a --phases save run, or a save that did not finish (status not "ok").
+std::string saved_run_dir(const std::string& from);
 
 // Reads <run_dir>/ckptbench-manifest.json (the document). Throws ConfigError naming the file: not
 // there (not a --phases save run directory), unreadable, not JSON, or another manifest_version.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ckptbench/config.hpp"
+#include "ckptbench/read_dir.hpp"
 
 namespace ckpt {
 
@@ -20,6 +21,7 @@ struct RunOptions {
   Phases phases = Phases::both;
   std::string from_dir;  // --from: the run directory a --phases save job left (restore only)
   std::string read_dir;  // --read-dir: an existing checkpoint directory to read (restore only)
+  ReadAssign read_assign = ReadAssign::automatic;  // --read-assign: which rank reads which file
   // The config document as given (after --set), recorded in a save job's manifest so that a
   // restore job without --config runs the same config.
   nlohmann::json config_document;

@@ -55,6 +55,16 @@ for ranks in 1 4; do
     echo "skip unwritable target ($ranks): running as root (covered as non-root)"
   fi
 done
+# Separate save and restore jobs: --from a report that is not a finished save's, --read-assign
+# values, a loader rule that needs another rank count.
+echo '{"phases": "both", "status": "ok", "environment": {"run_dir": "/x"}}' > "$work/both-report.json"
+echo '{"phases": "save", "status": "failed", "environment": {"run_dir": "/x"}}' > "$work/failed-save.json"
+expect "--from a report of a both run" "not the report of a --phases save run" "$BIN" run --phases restore --from "$work/both-report.json"
+expect "--from a failed save's report" "the save job did not finish (status \"failed\")" "$BIN" run --phases restore --from "$work/failed-save.json"
+expect "--read-assign value" "--read-assign: round-robin not in {auto,size,loader}" "$BIN" run --phases restore --read-dir "$work/empty" --read-assign round-robin
+expect "--read-assign without --read-dir" "--read-assign applies to --read-dir only" "$BIN" run --config "$(cfg ok "{$base}")" --target "$work/t1" --read-assign size
+mkdir -p "$work/dcp" && : > "$work/dcp/.metadata" && : > "$work/dcp/__0_0.distcp" && : > "$work/dcp/__1_0.distcp"
+expect "--read-assign loader on another rank count" "dcp: the DCP checkpoint . was saved by 2 ranks" "$BIN" run --config "$(cfg ok "{$base}")" --phases restore --read-dir "$work/dcp" --read-assign loader -o "$work/rd.json"
 expect "validate unknown key" "unknown key 'blok_size'" "$BIN" validate "$(cfg k "{$base, \"blok_size\": \"1M\"}")"
 expect "refuse system dir" "refusing a system directory" "$BIN" run --target /usr
 # A valid config validates with exit 0.

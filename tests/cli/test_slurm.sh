@@ -144,7 +144,34 @@ else
   bad "a bad layout through srun: exit $code: $(tail -n 3 "$log" 2> /dev/null)"
 fi
 
-echo "# 6. the Slurm daemons stop"
+echo "# 6. save-restore.sh: a save job on 2 ranks, then (afterok) a restore job on 1 rank"
+unset CKPT_OUTPUT
+log="$work/save-restore.out"
+CKPT_RESULTS="$work/sr" CKPT_TARGET="$work/target-sr" timeout 400 \
+  "$SRC/scripts/slurm/save-restore.sh" --wait -N 1 -n 2 --ntasks-per-node=2 -c 1 -o "$work/save.out" -e "$work/save.out" \
+  -- -N 1 -n 1 --ntasks-per-node=1 -c 1 -o "$work/restore.out" -e "$work/restore.out" > "$log" 2>&1; code=$?
+save_report="$(ls "$work"/sr/ckptbench-save-*.json 2> /dev/null)"
+restore_report="$(ls "$work"/sr/ckptbench-restore-*.json 2> /dev/null)"
+restore_job="$(sed -n 's/^restore job \([0-9]*\) ended.*/\1/p' "$log")"
+msg="$(report_check "$restore_report" "$restore_job" 1 "
+s = json.load(open('$save_report'))
+if s.get('phases') != 'save' or s.get('status') != 'ok': problems.append(f\"save report {s.get('phases')} {s.get('status')}\")
+if d.get('phases') != 'restore': problems.append(f\"phases {d.get('phases')}\")
+rf = d.get('restored_from', {})
+if rf.get('run_dir') != s['environment']['run_dir']: problems.append(f\"restored_from {rf.get('run_dir')} != {s['environment']['run_dir']}\")
+if rf.get('saved_world') != 2: problems.append(f\"saved_world {rf.get('saved_world')}\")
+if slurm.get('job_id') == s['environment']['launcher']['slurm']['job_id']: problems.append('one job')
+if d['started_at'] < s['finished_at']: problems.append('the restore started before the save ended')
+reps = d['points'][0]['repetitions']
+if not reps or not all(r.get('verified') and r.get('bytes_verified', 0) > 0 for r in reps): problems.append(f'not verified: {reps}')
+" 2>&1)"; rc=$?
+if [ $code -eq 0 ] && [ $rc -eq 0 ] && [ -d "$(dirname "$(ls -d "$work"/target-sr/ckptbench-*/ckptbench-manifest.json)")" ]; then
+  ok "save-restore.sh: $msg; restored from the save job's run directory after it ended, every byte verified, the saved run kept"
+else
+  bad "save-restore.sh: exit $code: $msg: $(tail -n 5 "$log" "$work/restore.out" 2> /dev/null)"
+fi
+
+echo "# 7. the Slurm daemons stop"
 "$cluster" stop --dir "$work/slurm" > /dev/null 2>&1
 if ! "$cluster" status --dir "$work/slurm" | grep -q running; then ok "local-cluster.sh stop: no daemon left"
 else bad "local-cluster.sh stop: $("$cluster" status --dir "$work/slurm")"; fi

@@ -166,10 +166,11 @@ TEST(SeparateJobsRefusals, PhaseOptions) {
   EXPECT_NE(r.error.find("--from applies to --phases restore only"), std::string::npos) << r.error;
 }
 
-// --read-dir: a folder of safetensors-like shards (made here, with a nested file and a symbolic
-// link that must not be followed) read by 3 ranks with each backend that can: every byte of every
-// regular file counted, nothing verified (the report says so), and the folder byte-identical with
-// the same modification times afterwards.
+// --read-dir: a Hugging Face-like folder of safetensors shards with their index (made here, with a
+// nested file and a symbolic link that must not be followed) read by 3 ranks: as the loader does
+// (every rank reads the index and every shard; posix) and by size (every regular file once;
+// io_uring); nothing verified (the report says so), and the folder byte-identical with the same
+// modification times afterwards.
 TEST(ReadDir, ReadsEveryFileAndLeavesTheDirectoryUntouched) {
   std::string dir;
   if (world_rank() == 0) {
@@ -183,6 +184,9 @@ TEST(ReadDir, ReadsEveryFileAndLeavesTheDirectoryUntouched) {
         f.write(reinterpret_cast<const char*>(&seed), sizeof seed);
       }
     }
+    std::ofstream(dir + "/model.safetensors.index.json")
+        << R"({"weight_map": {"a": "model-00001-of-00003.safetensors", )"
+        << R"("b": "model-00002-of-00003.safetensors", "c": "model-00003-of-00003.safetensors"}})";
     fs::create_directory(dir + "/sub");
     std::ofstream(dir + "/sub/config.json") << "{\"hidden_size\": 64}\n";
     fs::create_symlink("/etc/hostname", dir + "/link");
@@ -205,9 +209,13 @@ TEST(ReadDir, ReadsEveryFileAndLeavesTheDirectoryUntouched) {
     return s;
   };
   const auto before = world_rank() == 0 ? snapshot() : decltype(snapshot()){};
-  const uint64_t want = 3 * (1u << 18) * 8 + 2 * (1u << 18) * 8 + (1u << 18) * 8 +
-                        std::string("{\"hidden_size\": 64}\n").size();
+  const uint64_t shards = 3 * (1u << 18) * 8 + 2 * (1u << 18) * 8 + (1u << 18) * 8;
+  uint64_t index = 0;
+  if (world_rank() == 0) index = fs::file_size(dir + "/model.safetensors.index.json");
+  MPI_Bcast(&index, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  const uint64_t want = shards + index + std::string("{\"hidden_size\": 64}\n").size();
   for (const char* backend : {"posix", "io_uring"}) {
+    const bool loader = std::string(backend) == "posix";
     if (!backend_not_built(backend).empty()) continue;
     json c = config("file-per-shard", backend);
     MPI_Comm sub = MPI_COMM_NULL;
@@ -217,13 +225,22 @@ TEST(ReadDir, ReadsEveryFileAndLeavesTheDirectoryUntouched) {
       o.quiet = true;
       o.phases = Phases::restore;
       o.read_dir = dir;
+      o.read_assign = loader ? ReadAssign::automatic : ReadAssign::size;
       const RunResult r = run_benchmark(parse_config(c), o, sub);
       if (world_rank() == 0) {
         ASSERT_EQ(r.exit_code, 0) << backend << ": " << r.error;
-        EXPECT_EQ(r.doc["read_dir"]["files"], 4) << backend;
+        EXPECT_EQ(r.doc["read_dir"]["files"], 5) << backend;
         EXPECT_EQ(r.doc["read_dir"]["bytes"].get<uint64_t>(), want) << backend;
+        const json& a = r.doc["read_dir"]["assignment"];
+        EXPECT_EQ(a["rule"], loader ? "safetensors" : "size") << a;
+        EXPECT_EQ(a["recognised"], json::array({"safetensors"})) << a;
+        // The loader: every rank reads the index and the 3 shards; the nested config is not
+        // the index's config.json and is never opened.
+        const uint64_t read = loader ? 3 * (shards + index) : want;
+        EXPECT_EQ(a["bytes_read_by_all_ranks"].get<uint64_t>(), read) << a;
+        EXPECT_EQ(a["skipped_files"], loader ? 1 : 0) << a;
         for (const auto& rep : r.doc["points"][0]["repetitions"]) {
-          EXPECT_EQ(rep["restore"]["bytes"].get<uint64_t>(), want) << backend;
+          EXPECT_EQ(rep["restore"]["bytes"].get<uint64_t>(), read) << backend;
           EXPECT_FALSE(rep["verified"].get<bool>());
         }
       }
@@ -242,5 +259,79 @@ TEST(ReadDir, ReadsEveryFileAndLeavesTheDirectoryUntouched) {
     }
     fs::remove_all(dir);
   }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// A DeepSpeed checkpoint directory (global_step1/ of ckptbench's own deepspeed preset, TP 2 x
+// DP 2, ZeRO-1, saved by a --phases save job) read with --read-dir as DeepSpeed's loader does:
+// on 4 ranks each reads its mp_rank file and its own optimizer partition; on 2 ranks the loader
+// would refuse the other data-parallel size, so --read-assign loader is refused before any I/O
+// and auto reads by size, saying why. A backend that cannot open read-only is refused.
+TEST(ReadDir, DeepSpeedTagReadAsItsLoaderDoes) {
+  const std::string target = world_rank() == 0 ? make_temp_dir("/var/tmp/ckpt-test-dsread") : "";
+  json c = json::parse(R"({"model": {"name": "llama2-7b", "scale": 0.0005},
+                           "preset": "deepspeed", "backend": "posix", "cache": "fadvise",
+                           "parallelism": {"tp": 2, "zero_stage": 1, "emulate_world": 4},
+                           "repetitions": 1, "verify": true})");
+  RunOptions o;
+  o.quiet = true;
+  o.phases = Phases::save;
+  o.target_override = bcast_from_root(target);
+  o.force = true;
+  RunResult r = run_benchmark(parse_config(c), o, MPI_COMM_WORLD);
+  ASSERT_EQ(r.exit_code, 0) << r.error;
+  std::string dir;
+  if (world_rank() == 0)
+    dir = r.doc["environment"]["run_dir"].get<std::string>() + "/point-001/rep-01";
+  dir = bcast_from_root(dir);
+  uint64_t model = 0, optim = 0;
+  if (world_rank() == 0)
+    for (const auto& e : fs::directory_iterator(dir + "/global_step1")) {
+      const std::string n = e.path().filename();
+      (n.rfind("mp_rank_", 0) == 0 ? model : optim) += fs::file_size(e.path());
+    }
+  RunOptions ro;
+  ro.quiet = true;
+  ro.phases = Phases::restore;
+  ro.read_dir = dir;
+  r = run_benchmark(parse_config(c), ro, MPI_COMM_WORLD);
+  if (world_rank() == 0) {
+    ASSERT_EQ(r.exit_code, 0) << r.error;
+    const json& a = r.doc["read_dir"]["assignment"];
+    EXPECT_EQ(a["rule"], "deepspeed") << a;
+    EXPECT_EQ(a["skipped_files"], 2) << a;  // latest and zero_to_fp32.py
+    // Every data-parallel rank reads its mp_rank file: each of the 2 twice.
+    EXPECT_EQ(r.doc["points"][0]["repetitions"][0]["restore"]["bytes"].get<uint64_t>(),
+              2 * model + optim);
+  }
+  MPI_Comm sub = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, world_rank() < 2 ? 0 : MPI_UNDEFINED, world_rank(), &sub);
+  if (sub != MPI_COMM_NULL) {
+    ro.read_assign = ReadAssign::loader;
+    r = run_benchmark(parse_config(c), ro, sub);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.error.find("run on 4 ranks"), std::string::npos) << r.error;
+    ro.read_assign = ReadAssign::automatic;
+    r = run_benchmark(parse_config(c), ro, sub);
+    if (world_rank() == 0) {
+      ASSERT_EQ(r.exit_code, 0) << r.error;
+      const json& a = r.doc["read_dir"]["assignment"];
+      EXPECT_EQ(a["rule"], "size") << a;
+      EXPECT_NE(a["not_applied"].get<std::string>().find("run on 4 ranks"), std::string::npos);
+      EXPECT_EQ(r.doc["points"][0]["repetitions"][0]["restore"]["bytes"].get<uint64_t>(),
+                r.doc["read_dir"]["bytes"].get<uint64_t>());
+    }
+    if (backend_not_built("mpiio").empty()) {
+      json m = c;
+      m["backend"] = "mpiio";
+      r = run_benchmark(parse_config(m), ro, sub);
+      EXPECT_EQ(r.exit_code, 2);
+      EXPECT_NE(r.error.find("cannot read a directory that must stay untouched"), std::string::npos)
+          << r.error;
+    }
+    MPI_Comm_free(&sub);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) fs::remove_all(target);
   MPI_Barrier(MPI_COMM_WORLD);
 }
