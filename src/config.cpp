@@ -51,7 +51,7 @@ const std::vector<std::string>& point_keys() {
         "direct",         "sync",        "align",         "preallocate", "cache",
         "stripe_count",   "stripe_size", "stripe_pool",   "preset",      "dcp",
         "region_align",   "save_mode",   "staging_bytes", "compute_s",   "compute_kind",
-        "checkpoints",    "keep_last",   "restore"};
+        "checkpoints",    "keep_last",   "restore",       "object_size"};
     for (const auto& b : backend_registry()) v.push_back(b.name);
     return v;
   }();
@@ -332,6 +332,7 @@ PointConfig parse_point(const json& pj_in) {
   p.stripe_count = static_cast<int>(r.integer("stripe_count", 0, -1, 65535));
   p.stripe_size = r.size("stripe_size", 0, true);
   p.stripe_pool = r.str("stripe_pool", "");
+  p.object_size = r.size("object_size", 0, true);
   if (const json* dcp = r.raw("dcp")) {
     if (p.layout.kind != LayoutKind::torch_dcp && p.layout.kind != LayoutKind::megatron_dist)
       throw ConfigError(
@@ -491,6 +492,7 @@ PointConfig parse_point(const json& pj_in) {
   res["stripe_count"] = p.stripe_count;
   res["stripe_size"] = p.stripe_size;
   res["stripe_pool"] = p.stripe_pool;
+  res["object_size"] = p.object_size;
   res["save_mode"] = save_mode;
   res["staging_bytes"] = p.staging_bytes == 0 ? json("auto") : json(p.staging_bytes);
   res["compute_s"] = p.compute_s;

@@ -8,6 +8,7 @@
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -85,6 +86,14 @@ FsInfo probe_fs(const std::string& dir) {
   if (statfs(dir.c_str(), &sf) != 0) throw_errno("statfs '" + dir + "'", errno);
   i.magic = static_cast<uint64_t>(static_cast<uint32_t>(sf.f_type));
   i.type = fs_type_name(i.magic);
+  // ceph-fuse is a FUSE mount: CephFS answers its virtual attributes (any directory has
+  // ceph.dir.entries, any file ceph.file.layout).
+  if (i.type == "fuse") {
+    char buf[64];
+    if (::getxattr(dir.c_str(), "ceph.dir.entries", buf, sizeof buf) >= 0 ||
+        ::getxattr(dir.c_str(), "ceph.file.layout", buf, sizeof buf) >= 0 || errno == ERANGE)
+      i.type = "cephfs";
+  }
   struct statvfs sv;
   if (statvfs(dir.c_str(), &sv) != 0) throw_errno("statvfs '" + dir + "'", errno);
   i.block_size = sv.f_bsize;

@@ -38,9 +38,6 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr uint64_t kMinStripe = 64 * 1024;   // LOV_MIN_STRIPE_SIZE
-constexpr uint64_t kMaxStripe = 1ull << 32;  // stripe sizes must stay below 4 GiB
-constexpr uint64_t kLustreMagic = 0x0BD00BD0;
 constexpr size_t kCaptureLimit = 1 << 20;
 
 std::string lfs_program() {
@@ -51,22 +48,6 @@ std::string lfs_program() {
 std::string size_arg(uint64_t size) {
   if (size % (1ull << 20) == 0) return std::to_string(size >> 20) + "M";
   return std::to_string(size >> 10) + "K";
-}
-
-std::string describe(const StripeRequest& r) {
-  std::string s;
-  auto add = [&](const std::string& t) { s += (s.empty() ? "" : ", ") + t; };
-  if (r.count != 0) add("stripe_count " + std::to_string(r.count));
-  if (r.size != 0) add("stripe_size " + format_bytes(r.size));
-  if (!r.pool.empty()) add("stripe_pool '" + r.pool + "'");
-  return s;
-}
-
-bool valid_name_part(const std::string& s, size_t max_len) {
-  if (s.empty() || s.size() > max_len) return false;
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return false;
-  return s[0] != '-';
 }
 
 double mono_s() {
@@ -83,57 +64,6 @@ json parse_number(const std::string& v) {
 }
 
 }  // namespace
-
-json StripeRequest::to_json() const {
-  return {{"stripe_count", count}, {"stripe_size", size}, {"stripe_pool", pool}};
-}
-
-void validate_stripe_request(const StripeRequest& req) {
-  if (req.count < -1 || req.count > 65535)
-    throw ConfigError("'stripe_count': " + std::to_string(req.count) +
-                      " is out of range (use -1 for all OSTs, 0 for the file-system default, "
-                      "or 1..65535)");
-  if (req.size % kMinStripe != 0)
-    throw ConfigError("'stripe_size': " + std::to_string(req.size) + " bytes (" +
-                      format_bytes(req.size) +
-                      ") is not a multiple of 64 KiB; Lustre stripe sizes are multiples of "
-                      "64 KiB (e.g. 1M, 4M), 0 for the file-system default");
-  if (req.size >= kMaxStripe)
-    throw ConfigError("'stripe_size': " + format_bytes(req.size) +
-                      " is too large; Lustre stripe sizes must be below 4 GiB");
-  if (!req.pool.empty()) {
-    auto dot = req.pool.find('.');
-    bool ok = dot == std::string::npos ? valid_name_part(req.pool, 15)
-                                       : valid_name_part(req.pool.substr(0, dot), 8) &&
-                                             valid_name_part(req.pool.substr(dot + 1), 15);
-    if (!ok)
-      throw ConfigError("'stripe_pool': '" + req.pool +
-                        "' is not a Lustre pool name (POOL or FSNAME.POOL: letters, digits, '_' "
-                        "and '-', pool at most 15 characters, fsname at most 8)");
-  }
-}
-
-StripeRequest stripe_request(const PointConfig& pc) {
-  StripeRequest r;
-  r.count = pc.stripe_count;
-  r.size = pc.stripe_size;
-  r.pool = pc.stripe_pool;
-  return r;
-}
-
-std::string striping_error(const std::string& dir, const StripeRequest& req,
-                           const std::string& fs_type, bool strict) {
-  try {
-    json ignored;
-    if (fs_type == "lustre")
-      validate_stripe_request(req);
-    else  // does nothing on disk off Lustre
-      (void)apply_striping(dir, req, fs_type, strict, ignored);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 std::vector<std::string> setstripe_command(const std::string& dir, const StripeRequest& req) {
   validate_stripe_request(req);
@@ -259,62 +189,6 @@ CommandResult run_command(const std::vector<std::string>& argv, double timeout_s
   return res;
 }
 
-// ---- Setting the layout. ----
-
-std::string apply_striping(const std::string& dir, const StripeRequest& req,
-                           const std::string& fs_type, bool strict, json& out_report) {
-  if (!req.any()) {
-    out_report = {{"status", "not-requested"}};
-    return "";
-  }
-  validate_stripe_request(req);
-  if (fs_type != "lustre") {
-    const std::string what = describe(req);
-    if (strict)
-      throw ConfigError("stripe settings need Lustre; target is " + fs_type + " ('" + dir +
-                        "'): " + what + " cannot be applied (\"strict\": true). Remove the " +
-                        "stripe settings or run on a Lustre directory");
-    out_report = {
-        {"status", "not-applicable"},
-        {"reason", "stripe settings apply to Lustre only; the target file system is " + fs_type},
-        {"fs", fs_type},
-        {"requested", req.to_json()}};
-    return what + " requested, but the target file system is " + fs_type +
-           ", not Lustre: not applied (\"not-applicable\" in the report; \"strict\": true makes "
-           "this an error)";
-  }
-#ifdef CKPT_USE_LLAPI
-  {
-    std::string pool = req.pool;
-    // A directory is opened O_DIRECTORY by llapi after EISDIR; the layout becomes its default.
-    int fd = llapi_file_open_pool(dir.c_str(), O_CREAT | O_WRONLY, 0644, req.size, -1, req.count, 0,
-                                  pool.empty() ? nullptr : pool.data());
-    if (fd < 0)
-      throw IoError("llapi_file_open_pool on '" + dir + "' (" + describe(req) +
-                    ") failed: " + errno_text(-fd));
-    ::close(fd);
-    out_report = {
-        {"status", "applied"}, {"method", "llapi"}, {"fs", fs_type}, {"requested", req.to_json()}};
-    return "";
-  }
-#else
-  const auto argv = setstripe_command(dir, req);
-  CommandResult r = run_command(argv);
-  if (!r.ok()) {
-    std::string output = r.err.empty() ? r.out : r.err;
-    while (!output.empty() && (output.back() == '\n' || output.back() == ' ')) output.pop_back();
-    throw IoError("striping '" + dir + "' failed: `" + command_text(argv) + "` " + r.status_text() +
-                  (output.empty() ? "" : ": " + output));
-  }
-  out_report = {{"status", "applied"},
-                {"method", "lfs"},
-                {"command", command_text(argv)},
-                {"fs", fs_type},
-                {"requested", req.to_json()}};
-  return "";
-#endif
-}
-
 // ---- Reading the layout back. ----
 
 json parse_getstripe(const std::string& text) {
@@ -399,100 +273,61 @@ json parse_getstripe(const std::string& text) {
   return res;
 }
 
-json read_striping(const std::vector<std::string>& files, size_t max_samples,
-                   const std::string& fs_type) {
-  std::string fs = fs_type;
-  if (files.empty()) return {{"status", "not-applicable"}, {"reason", "no files"}};
-  if (fs.empty()) {
-    struct statfs sf;
-    if (statfs(files[0].c_str(), &sf) != 0)
-      return {{"status", "error"}, {"error", "statfs '" + files[0] + "': " + errno_text(errno)}};
-    fs = fs_type_name(static_cast<uint64_t>(static_cast<uint32_t>(sf.f_type)));
-    if (static_cast<uint32_t>(sf.f_type) == kLustreMagic) fs = "lustre";
-  }
-  if (fs != "lustre")
-    return {{"status", "not-applicable"},
-            {"reason", "stripe layouts exist on Lustre only; the file system is " + fs},
-            {"fs", fs}};
-  const size_t n = files.size();
-  const size_t k = max_samples == 0 ? n : std::min(n, max_samples);
-  std::vector<size_t> idx;
-  for (size_t i = 0; i < k; i++) idx.push_back(k == 1 ? 0 : (i * (n - 1) + (k - 1) / 2) / (k - 1));
-  idx.erase(std::unique(idx.begin(), idx.end()), idx.end());
-  json list = json::array();
-  json summary = {
-      {"stripe_count", json::object()}, {"stripe_size", json::object()}, {"pool", json::object()}};
-  size_t failed = 0;
-  auto bump = [&](const char* key, const json& v) {
-    std::string s = v.is_string() ? v.get<std::string>() : v.dump();
-    summary[key][s] = summary[key].value(s, 0) + 1;
-  };
-  for (size_t i : idx) {
-    const auto argv = getstripe_command(files[i]);
-    json e = {{"file", files[i]}};
-    try {
-      CommandResult r = run_command(argv, 60);
-      if (!r.ok())
-        throw IoError("`" + command_text(argv) + "` " + r.status_text() +
-                      (r.err.empty() ? "" : ": " + r.err.substr(0, 500)));
-      json p = parse_getstripe(r.out);
-      e.update(p);
-      bump("stripe_count", p["stripe_count"]);
-      bump("stripe_size", p["stripe_size"]);
-      bump("pool", p["pool"]);
-    } catch (const Error& ex) {
-      e["error"] = ex.what();
-      failed++;
-    }
-    list.push_back(e);
-  }
-  return {{"status", failed == 0 ? "ok" : (failed == idx.size() ? "error" : "partial")},
-          {"fs", "lustre"},
-          {"method", "lfs getstripe"},
-          {"files_total", n},
-          {"files_sampled", idx.size()},
-          {"files", list},
-          {"summary", summary}};
-}
-
-std::string stripe_mismatch(const StripeRequest& req, const json& readback) {
-  std::vector<const json*> entries;
-  if (readback.contains("files") && readback["files"].is_array()) {
-    for (const auto& f : readback["files"])
-      if (f.contains("stripe_count") || f.contains("stripe_size")) entries.push_back(&f);
-  } else if (readback.contains("stripe_count") || readback.contains("stripe_size")) {
-    entries.push_back(&readback);
-  }
-  auto pool_name = [](std::string p) {
-    auto dot = p.find('.');
-    return dot == std::string::npos ? p : p.substr(dot + 1);
-  };
-  size_t bad = 0;
-  std::string first;
-  for (const json* e : entries) {
-    std::string why;
-    const json& c = (*e)["stripe_count"];
-    const json& s = (*e)["stripe_size"];
-    if (req.count > 0 && c.is_number_integer() && c.get<long long>() != req.count)
-      why += "stripe_count " + std::to_string(req.count) + " requested, got " + c.dump();
-    if (req.size > 0 && s.is_number_integer() && s.get<uint64_t>() != req.size)
-      why += (why.empty() ? "" : "; ") + std::string("stripe_size ") + format_bytes(req.size) +
-             " requested, got " + format_bytes(s.get<uint64_t>());
-    if (!req.pool.empty() && pool_name(e->value("pool", std::string())) != pool_name(req.pool))
-      why += (why.empty() ? "" : "; ") + std::string("pool '") + req.pool + "' requested, got '" +
-             e->value("pool", std::string()) + "'";
-    if (!why.empty()) {
-      if (bad++ == 0) first = why + " (e.g. " + e->value("file", std::string("the file")) + ")";
-    }
-  }
-  if (bad == 0) return "";
-  return "stripe layout obtained differs from the request on " + std::to_string(bad) + " of " +
-         std::to_string(entries.size()) + " sampled files: " + first;
-}
-
 void stripe_hints(const StripeRequest& req, std::map<std::string, std::string>& hints) {
   if (req.count > 0) hints.emplace("striping_factor", std::to_string(req.count));
   if (req.size > 0) hints.emplace("striping_unit", std::to_string(req.size));
+}
+
+// ---- The provider. ----
+
+namespace {
+
+class LustreStriping final : public StripingProvider {
+ public:
+  const char* fs() const override { return "lustre"; }
+  std::vector<std::string> unsupported(const StripeRequest& req) const override {
+    if (req.object_size == 0) return {};
+    return {"object_size " + format_bytes(req.object_size) +
+            ": not applicable on Lustre (each stripe of a file is its own OST object, as large "
+            "as the file needs)"};
+  }
+  json apply(const std::string& dir, const StripeRequest& req) const override {
+#ifdef CKPT_USE_LLAPI
+    std::string pool = req.pool;
+    // A directory is opened O_DIRECTORY by llapi after EISDIR; the layout becomes its default.
+    int fd = llapi_file_open_pool(dir.c_str(), O_CREAT | O_WRONLY, 0644, req.size, -1, req.count, 0,
+                                  pool.empty() ? nullptr : pool.data());
+    if (fd < 0) throw IoError("llapi_file_open_pool on '" + dir + "' failed: " + errno_text(-fd));
+    ::close(fd);
+    return {{ "method", "llapi" }};
+#else
+    const auto argv = setstripe_command(dir, req);
+    CommandResult r = run_command(argv);
+    if (!r.ok()) {
+      std::string output = r.err.empty() ? r.out : r.err;
+      while (!output.empty() && (output.back() == '\n' || output.back() == ' ')) output.pop_back();
+      throw IoError("striping '" + dir + "' failed: `" + command_text(argv) + "` " +
+                    r.status_text() + (output.empty() ? "" : ": " + output));
+    }
+    return {{"method", "lfs"}, {"command", command_text(argv)}};
+#endif
+  }
+  json read(const std::string& file) const override {
+    const auto argv = getstripe_command(file);
+    CommandResult r = run_command(argv, 60);
+    if (!r.ok())
+      throw IoError("`" + command_text(argv) + "` " + r.status_text() +
+                    (r.err.empty() ? "" : ": " + r.err.substr(0, 500)));
+    return parse_getstripe(r.out);
+  }
+  const char* read_method() const override { return "lfs getstripe"; }
+};
+
+}  // namespace
+
+const StripingProvider& lustre_striping() {
+  static const LustreStriping p;
+  return p;
 }
 
 // ---- Node awareness. ----

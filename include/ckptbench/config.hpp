@@ -60,6 +60,7 @@ struct PointConfig {
   int stripe_count = 0;  // 0 = unset (Lustre only)
   uint64_t stripe_size = 0;
   std::string stripe_pool;
+  uint64_t object_size = 0;  // CephFS object size (0 = default); not applicable on Lustre
   // Checkpoint lifecycle (docs/config.md): asynchronous saves through host staging memory,
   // synthetic compute between checkpoints, several checkpoints in a row with retention.
   SaveMode save_mode = SaveMode::sync;

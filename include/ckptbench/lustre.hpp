@@ -1,11 +1,6 @@
-// Lustre striping and cluster helpers: stripe settings per point directory (`lfs setstripe`, or
-// llapi when built with CKPT_HAVE_LUSTREAPI), the layout obtained (`lfs getstripe`), MPI-IO
-// striping hints, and per-node bandwidth.
-//
-// Everything Lustre-only is reached through apply_striping() / read_striping(); on any other file
-// system they record "not-applicable" (or apply_striping throws with strict), so the rest of the
-// tool never needs to know which file system it runs on. No MPI here: rank 0 calls these and the
-// caller shares the outcome.
+// Lustre's striping provider (`lfs setstripe`, or llapi when built with CKPT_HAVE_LUSTREAPI; the
+// layout obtained with `lfs getstripe`), MPI-IO striping hints, per-node bandwidth, and running a
+// command without a shell. The rest of the tool reaches striping through striping.hpp only.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -14,31 +9,9 @@
 #include <vector>
 
 #include "ckptbench/config.hpp"
+#include "ckptbench/striping.hpp"
 
 namespace ckpt {
-
-// Stripe settings of one sweep point (config keys stripe_count / stripe_size / stripe_pool).
-struct StripeRequest {
-  int count = 0;      // 0 = file-system default; -1 = all OSTs; N > 0 = N OSTs
-  uint64_t size = 0;  // bytes per stripe; 0 = file-system default; else a multiple of 64 KiB
-  std::string pool;   // OST pool ("pool" or "fsname.pool"); "" = none
-  bool any() const { return count != 0 || size != 0 || !pool.empty(); }
-  nlohmann::json to_json() const;  // {"stripe_count", "stripe_size", "stripe_pool"}
-};
-
-// Throws ConfigError naming the key when a request can never work on Lustre: count < -1 or
-// > 65535, size not a multiple of 64 KiB or >= 4 GiB, a malformed pool name. Cheap and
-// file-system independent: call it at config validation so `ckptbench validate` catches it.
-void validate_stripe_request(const StripeRequest& req);
-
-// The point's stripe_count / stripe_size / stripe_pool.
-StripeRequest stripe_request(const PointConfig& pc);
-
-// The ConfigError apply_striping(dir, ...) would throw before touching anything, as a message
-// ("" = none): an invalid request, or stripe settings with strict on a file system other than
-// Lustre. Pure (nothing is run or created): for the checks a run makes before any I/O.
-std::string striping_error(const std::string& dir, const StripeRequest& req,
-                           const std::string& fs_type, bool strict);
 
 // argv for `lfs setstripe [-c N] [-S SIZE] [-p POOL] DIR` (only the options that are set;
 // SIZE as "<n>M" or "<n>K"). Validates first (ConfigError); throws ConfigError when nothing is
@@ -46,30 +19,6 @@ std::string striping_error(const std::string& dir, const StripeRequest& req,
 std::vector<std::string> setstripe_command(const std::string& dir, const StripeRequest& req);
 // argv for `lfs getstripe -c -S -p FILE`.
 std::vector<std::string> getstripe_command(const std::string& file);
-
-// Sets the default layout of an existing, still empty directory so that every file and
-// subdirectory created in it afterwards inherits it. fs_type is FsInfo::type ("lustre", "ext4").
-//  - nothing requested: out_report = {"status": "not-requested"}; returns "".
-//  - Lustre: runs `lfs setstripe` (posix_spawnp, no shell; llapi_file_open_pool instead when built
-//    with CKPT_HAVE_LUSTREAPI); out_report = {"status": "applied", "method", "command",
-//    "requested", "fs"}; returns "". Failure -> IoError with the command and lfs's output.
-//  - other file systems: strict -> ConfigError("stripe settings need Lustre; target is ext4 ...");
-//    else out_report = {"status": "not-applicable", "reason", "fs", "requested"} and the
-//    returned string is a one-line warning for the console and the point's "warnings".
-// Invalid requests throw ConfigError on every file system. Call on one rank only.
-[[nodiscard]] std::string apply_striping(const std::string& dir, const StripeRequest& req,
-                                         const std::string& fs_type, bool strict,
-                                         nlohmann::json& out_report);
-
-// The layout files actually got. Samples at most max_samples files evenly over the list (first
-// and last included; 0 = all). fs_type "" = detect from statfs of the first file.
-//  - Lustre: {"status": "ok" | "partial", "fs": "lustre", "files_total", "files_sampled",
-//    "files": [{"file", "stripe_count", "stripe_size", "pool"} | {"file", "error"}],
-//    "summary": {"stripe_count": {"4": n, ...}, "stripe_size": {...}, "pool": {...}}}
-//  - otherwise (or no files): {"status": "not-applicable", "fs": ...}.
-// Per-file failures are recorded, not thrown. Call on one rank, outside timed phases.
-nlohmann::json read_striping(const std::vector<std::string>& files, size_t max_samples,
-                             const std::string& fs_type = "");
 
 // Parses the output of `lfs getstripe -c -S -p FILE` (classic "lmm_stripe_count:  4" lines, with
 // or without the path line, the 6-space indent of a PFL file's last instantiated component, full
@@ -79,11 +28,6 @@ nlohmann::json read_striping(const std::vector<std::string>& files, size_t max_s
 // when there are several and "ost_indices" when listed. Throws IoError when neither a stripe
 // count nor a stripe size can be found.
 nlohmann::json parse_getstripe(const std::string& text);
-
-// "" when the layout read back matches the request, else a warning naming the differences
-// (Lustre clamps a stripe count larger than the number of OSTs, for instance). Count -1 matches
-// any count; unset fields match anything.
-std::string stripe_mismatch(const StripeRequest& req, const nlohmann::json& readback);
 
 // MPI-IO hints for files created through MPI-IO (ROMIO ad_lustre, OMPIO fs/lustre):
 // striping_factor = count (when > 0; -1 = all OSTs has no hint and is left to the directory

@@ -229,8 +229,71 @@ TEST(StripeRequest, AnyAndJson) {
   EXPECT_TRUE(req(-1, 0).any());
   EXPECT_TRUE(req(0, 1 << 20).any());
   EXPECT_TRUE(req(0, 0, "flash").any());
-  EXPECT_EQ(req(4, 1 << 20, "p").to_json(),
-            (json{{"stripe_count", 4}, {"stripe_size", 1 << 20}, {"stripe_pool", "p"}}));
+  EXPECT_EQ(req(4, 1 << 20, "p").to_json(), (json{{"stripe_count", 4},
+                                                  {"stripe_size", 1 << 20},
+                                                  {"stripe_pool", "p"},
+                                                  {"object_size", 0}}));
+  StripeRequest o;
+  o.object_size = 4 << 20;
+  EXPECT_TRUE(o.any());
+}
+
+TEST(StripeRequest, ObjectSizeIsAMultipleOfTheStripeSize) {
+  StripeRequest r = req(2, 1 << 20);
+  r.object_size = 3 << 19;  // 1.5 MiB
+  const std::string m = config_error([&] { validate_stripe_request(r); });
+  EXPECT_NE(m.find("'object_size'"), std::string::npos) << m;
+  r.object_size = 100000;
+  EXPECT_NE(config_error([&] { validate_stripe_request(r); }).find("64 KiB"), std::string::npos);
+  r.object_size = 4 << 20;
+  EXPECT_NO_THROW(validate_stripe_request(r));
+}
+
+TEST(StripingProviders, ChosenByFileSystemTypeEachSaysWhatItCannotHonour) {
+  ASSERT_NE(striping_provider("lustre"), nullptr);
+  ASSERT_NE(striping_provider("cephfs"), nullptr);
+  EXPECT_EQ(striping_provider("ext4"), nullptr);
+  EXPECT_EQ(striping_provider("fuse"), nullptr);
+  StripeRequest r = req(-1, 1 << 20);
+  r.object_size = 4 << 20;
+  // Lustre has no object size; CephFS no "all OSTs".
+  const auto l = striping_provider("lustre")->unsupported(r);
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].rfind("object_size 4.00 MiB: not applicable on Lustre", 0), 0u) << l[0];
+  const auto c = striping_provider("cephfs")->unsupported(r);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].rfind("stripe_count -1", 0), 0u) << c[0];
+  EXPECT_TRUE(striping_provider("cephfs")->unsupported(req(4, 1 << 20)).empty());
+  // strict makes a field the file system cannot honour an error before anything is touched.
+  EXPECT_NE(striping_error("/nonexistent", r, "cephfs", true).find("stripe_count -1"),
+            std::string::npos);
+  EXPECT_EQ(striping_error("/nonexistent", req(4, 1 << 20), "cephfs", true), "");
+}
+
+TEST(CephLayout, ParsesTheLayoutAttribute) {
+  const json j =
+      parse_ceph_layout("stripe_unit=1048576 stripe_count=4 object_size=4194304 pool=cephfs_data");
+  EXPECT_EQ(j["stripe_size"], 1048576);
+  EXPECT_EQ(j["stripe_count"], 4);
+  EXPECT_EQ(j["object_size"], 4194304);
+  EXPECT_EQ(j["pool"], "cephfs_data");
+  EXPECT_FALSE(j.contains("pool_namespace"));
+  EXPECT_EQ(parse_ceph_layout("stripe_unit=65536 stripe_count=1 object_size=65536 pool=p "
+                              "pool_namespace=ns\n")["pool_namespace"],
+            "ns");
+  try {
+    parse_ceph_layout("stripe_count=4 object_size=4194304");
+    FAIL();
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("no stripe_unit"), std::string::npos);
+  }
+  // What the readback compares: the request against the obtained layout.
+  StripeRequest r = req(4, 1 << 20);
+  r.object_size = 8 << 20;
+  EXPECT_NE(stripe_mismatch(r, j).find("object_size 8.00 MiB requested, got 4.00 MiB"),
+            std::string::npos);
+  r.object_size = 4 << 20;
+  EXPECT_EQ(stripe_mismatch(r, j), "");
 }
 
 TEST(SetstripeCommand, CountSizePool) {
@@ -359,7 +422,7 @@ TEST(ApplyStriping, NotApplicableWarningOnThisFileSystem) {
   json rep;
   std::string w = apply_striping(t.path, req(4, 1 << 20), fi.type, false, rep);
   EXPECT_NE(w.find("stripe_count 4"), std::string::npos) << w;
-  EXPECT_NE(w.find("not Lustre"), std::string::npos) << w;
+  EXPECT_NE(w.find("which has no striping layouts"), std::string::npos) << w;
   EXPECT_NE(w.find(fi.type), std::string::npos) << w;
   EXPECT_EQ(rep["status"], "not-applicable");
   EXPECT_EQ(rep["fs"], fi.type);
@@ -374,7 +437,12 @@ TEST(ApplyStriping, StrictIsAConfigErrorNamingTheFileSystem) {
   json rep = json::object();
   std::string msg =
       config_error([&] { (void)apply_striping(t.path, req(8, 4 << 20), fi.type, true, rep); });
-  EXPECT_EQ(msg.rfind("stripe settings need Lustre; target is " + fi.type, 0), 0u) << msg;
+  EXPECT_EQ(msg.rfind("stripe settings need a file system with striping layouts (Lustre, "
+                      "CephFS); target is " +
+                          fi.type,
+                      0),
+            0u)
+      << msg;
   EXPECT_NE(msg.find(t.path), std::string::npos) << msg;
   EXPECT_TRUE(rep.empty());
   if (fi.type != "ext4") GTEST_SKIP() << "target is " << fi.type << ", expected ext4 here";
@@ -386,8 +454,8 @@ TEST(StripingError, PreflightWithoutSideEffects) {
   EXPECT_EQ(striping_error("/t", req(4, 1 << 20), "lustre", true), "");
   EXPECT_EQ(striping_error("/t", StripeRequest{}, "ext4", true), "");
   EXPECT_EQ(striping_error("/t", req(4, 0), "xfs", true)
-                .rfind("stripe settings need Lustre; "
-                       "target is xfs ('/t')",
+                .rfind("stripe settings need a file system with striping layouts (Lustre, "
+                       "CephFS); target is xfs ('/t')",
                        0),
             0u);
   EXPECT_NE(striping_error("/t", req(0, 1000), "lustre", false).find("64 KiB"), std::string::npos);
