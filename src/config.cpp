@@ -138,8 +138,8 @@ const std::vector<Preset>& presets() {
 
 const std::vector<std::string>& run_keys() {
   static const std::vector<std::string> k = {
-      "target", "repetitions", "verify",           "keep",  "strict",  "timeout_s",
-      "name",   "comment",     "free_space_check", "sweep", "exclude", "stall_timeout_s"};
+      "target",  "repetitions",      "verify", "keep",    "strict",          "timeout_s", "name",
+      "comment", "free_space_check", "sweep",  "exclude", "stall_timeout_s", "target_fs"};
   return k;
 }
 
@@ -563,6 +563,7 @@ RunConfig parse_config(const json& doc) {
   rc.verify = r.boolean("verify", true);
   rc.keep = r.boolean("keep", false);
   rc.strict = r.boolean("strict", false);
+  rc.target_fs = r.str("target_fs", "");
   rc.timeout_s = r.number("timeout_s", 0, 0, 1e7);
   rc.stall_timeout_s = r.number("stall_timeout_s", 300, 0, 1e7);
   rc.free_space_check = r.boolean("free_space_check", true);
@@ -684,6 +685,7 @@ RunConfig parse_config(const json& doc) {
   res["verify"] = rc.verify;
   res["keep"] = rc.keep;
   res["strict"] = rc.strict;
+  res["target_fs"] = rc.target_fs;
   res["timeout_s"] = rc.timeout_s;
   res["stall_timeout_s"] = rc.stall_timeout_s;
   res["free_space_check"] = rc.free_space_check;

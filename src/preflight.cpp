@@ -74,9 +74,20 @@ TargetFacts TargetFacts::from_json(const json& j) {
   return t;
 }
 
-std::string make_run_dir(const std::string& target, uint64_t need_bytes, bool free_space_check,
-                         bool keep, TargetFacts& facts, LockFile* lock) {
+std::string make_run_dir(const std::string& target, const std::string& target_fs,
+                         uint64_t need_bytes, bool free_space_check, bool keep, TargetFacts& facts,
+                         LockFile* lock) {
   struct stat st;
+  if (!target_fs.empty()) {
+    if (::stat(target.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      throw ConfigError("'target_fs' is \"" + target_fs + "\", but the target '" + target +
+                        "' does not exist: is the file system mounted? Nothing was created");
+    const std::string got = probe_fs(target).type;
+    if (got != target_fs)
+      throw ConfigError("'target_fs' is \"" + target_fs + "\", but the target '" + target +
+                        "' is on " + got +
+                        ": is the file system mounted there? Nothing was created");
+  }
   facts.target_created = ::stat(target.c_str(), &st) != 0;
   make_dirs(target);
   char stamp[64];

@@ -304,8 +304,8 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
   } else {
     auto [o, m] = attempt(rank, [&] {
       if (rank == 0)
-        run_dir =
-            make_run_dir(target, need_bytes, cfg.free_space_check, cfg.keep, facts, &target_lock);
+        run_dir = make_run_dir(target, cfg.target_fs, need_bytes, cfg.free_space_check, cfg.keep,
+                               facts, &target_lock);
     });
     // The run directory could not be made or examined: nothing was measured, no document.
     if (failed_before_io(res, [&] { agree(o, m, 0); })) return res;

@@ -84,6 +84,7 @@ struct RunConfig {
   bool verify = true;
   bool keep = false;
   bool strict = false;           // settings that do not apply here are errors, not warnings
+  std::string target_fs;         // the file-system type the target must be on ("" = any)
   double timeout_s = 0;          // per point; 0 = none
   double stall_timeout_s = 300;  // a rank waiting for its peers this long ends the job; 0 = off
   bool free_space_check = true;  // refuse a run whose largest point does not fit (statvfs)

@@ -100,8 +100,12 @@ struct TargetFacts {
 // `lock` (when given) takes the target's lock file (.ckptbench.lock) first: one run per target;
 // the lock names the run directory and `keep`, and taking over a dead run's lock removes that
 // run's directory unless it was kept.
-std::string make_run_dir(const std::string& target, uint64_t need_bytes, bool free_space_check,
-                         bool keep, TargetFacts& facts, LockFile* lock = nullptr);
+// `target_fs` (config key; "" = any): the file-system type the target must be on, checked before
+// anything is created - an unmounted mount point is refused (ConfigError), so no run lands on
+// the disk underneath.
+std::string make_run_dir(const std::string& target, const std::string& target_fs,
+                         uint64_t need_bytes, bool free_space_check, bool keep, TargetFacts& facts,
+                         LockFile* lock = nullptr);
 // The checks that need the file system's facts (O_DIRECT, its alignment, Lustre striping), for
 // every point; "" when all pass, else the message (naming the point and the key).
 std::string target_point_error(const RunConfig& cfg, const TargetFacts& facts,
