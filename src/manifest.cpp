@@ -12,6 +12,7 @@
 
 #include "ckptbench/error.hpp"
 #include "ckptbench/fs.hpp"
+#include "ckptbench/hash.hpp"
 #include "ckptbench/jsonread.hpp"
 
 namespace ckpt {
@@ -20,31 +21,7 @@ using json = nlohmann::json;
 
 namespace {
 
-class Fnv {
- public:
-  void add(const void* p, size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (size_t i = 0; i < n; i++) {
-      h_ ^= b[i];
-      h_ *= 1099511628211ull;
-    }
-  }
-  void u64(uint64_t v) { add(&v, sizeof v); }
-  void str(const std::string& s) {
-    u64(s.size());
-    add(s.data(), s.size());
-  }
-  std::string hex() const {
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h_));
-    return buf;
-  }
-
- private:
-  uint64_t h_ = 1469598103934665603ull;
-};
-
-void add_extent(Fnv& h, const Extent& e) {
+void add_extent(Fnv1a& h, const Extent& e) {
   h.u64(e.offset);
   h.u64(e.length);
   h.u64(e.padded);
@@ -56,7 +33,7 @@ void add_extent(Fnv& h, const Extent& e) {
 }  // namespace
 
 std::string plan_digest(const IoPlan& plan) {
-  Fnv h;
+  Fnv1a h;
   h.u64(plan.ranks.size());
   for (const RankIo& r : plan.ranks) {
     h.u64(static_cast<uint64_t>(r.rank));

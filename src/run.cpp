@@ -11,6 +11,7 @@
 #include "ckptbench/agreement.hpp"
 #include "ckptbench/error.hpp"
 #include "ckptbench/execution.hpp"
+#include "ckptbench/hash.hpp"
 #include "ckptbench/interrupt.hpp"
 #include "ckptbench/manifest.hpp"
 #include "ckptbench/report.hpp"
@@ -40,15 +41,6 @@ bool failed_before_io(RunResult& res, Fn&& fn) {
   return true;
 }
 
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 // "/config/layout" -> "layout"; "/target" -> "target".
 std::string pointer_key(const std::string& ptr) {
   std::string k = ptr.rfind("/config/", 0) == 0 ? ptr.substr(8) : ptr.substr(ptr.empty() ? 0 : 1);
@@ -64,7 +56,7 @@ void agree_on_config(MPI_Comm comm, const std::string& parse_error, const json& 
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   const std::string text = parse_error.empty() ? identity.dump() : std::string();
-  uint64_t mine[2] = {parse_error.empty() ? 0u : 1u, fnv1a(text)};
+  uint64_t mine[2] = {parse_error.empty() ? 0u : 1u, Fnv1a().add(text.data(), text.size()).value()};
   std::vector<uint64_t> all(2 * static_cast<size_t>(size));
   MPI_Allgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, comm);
   // Bad input on some rank: its message (the lowest such rank's), on every rank.
