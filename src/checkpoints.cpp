@@ -108,7 +108,7 @@ NewestCheckpoint run_saves(RunState& rs, PointRun& pt, int rep, const std::strin
 
   NewestCheckpoint out;
   json ckpts = json::array();
-  std::vector<double> blocked_total(1, 0.0);
+  double blocked_total = 0;
   double train_t0 = 0;
   struct Deleted {
     int k;
@@ -163,7 +163,7 @@ NewestCheckpoint run_saves(RunState& rs, PointRun& pt, int rep, const std::strin
     const double wait =
         async ? std::max(0.0, save.rank_end_s - (pt.compute ? compute_end : unblocked)) : 0.0;
     const double blocked = async ? snapshot + wait : durable;
-    blocked_total[0] += blocked;
+    blocked_total += blocked;
 
     // The checkpoint is durable on every rank (run_phase ended with a barrier): `latest`, then
     // retention.
@@ -234,7 +234,7 @@ NewestCheckpoint run_saves(RunState& rs, PointRun& pt, int rep, const std::strin
   rj["save"]["files"] = plan.stats.files;
   rj["save"]["sync"] = sync_name(pc.sync);
   if (lifecycle) {
-    auto r = across_ranks(rs, {blocked_total[0], training, alone_s},
+    auto r = across_ranks(rs, {blocked_total, training, alone_s},
                           "at the lifecycle statistics" + where);
     json lj = {{"save_mode", async ? "async" : "sync"},
                {"checkpoints", ckpts},

@@ -73,8 +73,12 @@ fi
 daemons=(mon.a mgr.x osd.0 mds.a)
 # ceph CMD...: the CLI on this cluster, never hanging for long.
 cephq() { timeout 30 ceph --conf "$conf" --connect-timeout 15 "$@"; }
+# running PID: the process runs (a zombie, not yet reaped, does not count).
+running() {
+  kill -0 "$1" 2> /dev/null && [ "$(sed 's/.*) //' "/proc/$1/stat" 2> /dev/null | cut -d' ' -f1)" != Z ]
+}
 # alive PIDFILE: the process named in PIDFILE runs.
-alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2> /dev/null; }
+alive() { [ -s "$1" ] && running "$(cat "$1")"; }
 mounted() { mountpoint -q "$mnt" 2> /dev/null; }
 
 # stop_pids NAME...: SIGTERM to each recorded process at once, up to 20 s, then SIGKILL.
@@ -86,7 +90,7 @@ stop_pids() {
   done
   for _ in $(seq 200); do
     left=0
-    for pid in "${pids[@]}"; do kill -0 "$pid" 2> /dev/null && left=1; done
+    for pid in "${pids[@]}"; do running "$pid" && left=1; done
     [ "$left" -eq 0 ] && break
     sleep 0.1
   done
@@ -98,7 +102,7 @@ stop_pids() {
     fi
   done
   for pid in "${pids[@]}"; do
-    for _ in $(seq 50); do kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done
+    for _ in $(seq 50); do running "$pid" || break; sleep 0.1; done
   done
   for n in "$@"; do rm -f "$run/$n.pid"; done
 }
