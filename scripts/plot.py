@@ -230,6 +230,13 @@ class Plotter:
         names = [r.label for r in reports]
         self.title = " vs ".join(names) if len(names) <= 3 else f"{len(names)} reports"
 
+    def cap_rows(self, name, items, what):
+        """The first MAX_ROWS items, noting how many were left out."""
+        if len(items) > MAX_ROWS:
+            self.note(f"{name}: {len(items)} {what}; drawing the first {MAX_ROWS}")
+            return items[:MAX_ROWS]
+        return items
+
     def note(self, msg):
         print(f"plot.py: {msg}")
 
@@ -452,9 +459,7 @@ class Plotter:
                          cat_list):
         """categories() with too many series for bars: series x category, median in each
         cell."""
-        if len(groups) > MAX_ROWS:
-            self.note(f"{name}: {len(groups)} series; drawing the first {MAX_ROWS}")
-            groups = groups[:MAX_ROWS]
+        groups = self.cap_rows(name, groups, "series")
         rows = [label_of(g[0], keys) for g in groups]
         fig, axes = self.figure(1, 2, (max(12, 2.2 * len(cat_list) + 6),
                                        0.32 * len(groups) + 2.6), sharey=True)
@@ -508,9 +513,7 @@ class Plotter:
         name = "bandwidth_points"
         labels = self.point_labels()
         pts = self.points
-        if len(pts) > MAX_ROWS:
-            self.note(f"{name}: {len(pts)} points; drawing the first {MAX_ROWS}")
-            pts = pts[:MAX_ROWS]
+        pts = self.cap_rows(name, pts, "points")
         fig, axes = self.figure(1, 2, (13, 0.32 * len(pts) + 2.6), sharey=True)
         for ax, phase in zip(axes[0], PHASES):
             ys, meds, lo, hi = [], [], [], []
@@ -555,9 +558,7 @@ class Plotter:
         if not rows:
             self.note(f"skipped {name}: no per-rank times (rank_times_s) in the reports")
             return False
-        if len(rows) > MAX_ROWS:
-            self.note(f"{name}: {len(rows)} points; drawing the first {MAX_ROWS}")
-            rows = rows[:MAX_ROWS]
+        rows = self.cap_rows(name, rows, "points")
         # Many points: one row per point (horizontal boxes), the phases side by side.
         horizontal = len(rows) > MAX_VERTICAL_BOXES
         if horizontal:
@@ -671,9 +672,7 @@ class Plotter:
     def latency_heatmap(self, name, pts, lat, pcts, labels):
         """latency() for many points: point x percentile, log colour scale shared by the
         phases, the value (µs) in each cell."""
-        if len(pts) > MAX_ROWS:
-            self.note(f"{name}: {len(pts)} points; drawing the first {MAX_ROWS}")
-            pts = pts[:MAX_ROWS]
+        pts = self.cap_rows(name, pts, "points")
         vals = [v for ph in PHASES for p in pts for v in lat[ph].get(id(p), []) if v]
         fig, axes = self.figure(1, 2, (13, 0.32 * len(pts) + 2.6), sharey=True)
         for ax, phase in zip(axes[0], PHASES):
@@ -708,9 +707,7 @@ class Plotter:
         if not rows:
             self.note(f"skipped {name}: no lifecycle (checkpoints, save_mode, compute_s) in the reports")
             return False
-        if len(rows) > MAX_ROWS:
-            self.note(f"{name}: {len(rows)} points; drawing the first {MAX_ROWS}")
-            rows = rows[:MAX_ROWS]
+        rows = self.cap_rows(name, rows, "points")
         fig, axes = self.figure(1, 1, (10, 0.5 * len(rows) + 2.4))
         ax = axes[0][0]
         for k, (key, colour, off) in enumerate((("blocked_s", "C3", -0.2), ("durable_s", "C0", 0.2))):
