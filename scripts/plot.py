@@ -15,6 +15,9 @@ Figures (each skipped, with a one-line note, when the reports hold no data for i
   stripes                   Lustre stripe_count/stripe_size settings side by side (likewise)
   bandwidth_points          median bandwidth of every point (drawn only when none of the three
                             figures above applies, so that every report gets a bandwidth figure)
+  phase_steps               per point and phase, the mean over ranks of open/create, transfer,
+                            sync and close time, stacked (metadata-bound layouts: long open
+                            and close segments)
   rank_times                per-rank phase time of every repetition (stragglers)
   latency                   transfer latency percentiles (p50 .. max) per point: lines up to 15
                             points, a heatmap (point x percentile) from 16 points on
@@ -733,10 +736,58 @@ class Plotter:
         self.finish(fig, name, "what a checkpoint blocks training, and when it is durable")
         return True
 
+    def phase_steps(self):
+        """Where each phase's time goes, per point: the mean over ranks of open (create), I/O,
+        sync and close time, median over repetitions, stacked. Metadata-bound layouts show as
+        long open and close segments."""
+        name = "phase_steps"
+        steps = (("open_s", "open / create", "C3"), ("io_s", "transfer", "C0"),
+                 ("sync_s", "sync", "C2"), ("close_s", "close", "C1"))
+        labels = self.point_labels()
+        rows = []
+        for p in self.points:
+            per_phase = {}
+            for ph in PHASES:
+                vals = {k: [] for k, _, _ in steps}
+                for r in get(p.raw, "repetitions", default=[]) or []:
+                    for k in vals:
+                        v = num(get(r, ph, "steps", k, "mean"))
+                        if v is not None:
+                            vals[k].append(v)
+                if all(vals.values()):
+                    per_phase[ph] = {k: statistics.median(v) for k, v in vals.items()}
+            if per_phase:
+                rows.append((p, per_phase))
+        if not rows:
+            self.note(f"skipped {name}: no per-step phase times in the reports")
+            return False
+        rows = self.cap_rows(name, rows, "points")
+        phases = [ph for ph in PHASES if any(ph in pp for _, pp in rows)]
+        fig, axes = self.figure(1, len(phases), (6 * len(phases), 0.45 * len(rows) + 2.4))
+        for j, ph in enumerate(phases):
+            ax = axes[0][j]
+            left = [0.0] * len(rows)
+            for key, label, colour in steps:
+                w = [pp.get(ph, {}).get(key, 0.0) for _, pp in rows]
+                ax.barh(range(len(rows)), w, left=left, height=0.6, color=colour, label=label)
+                left = [a + b for a, b in zip(left, w)]
+            ax.set_yticks(range(len(rows)))
+            ax.set_yticklabels([labels[id(p)] for p, _ in rows] if j == 0 else [], fontsize=8)
+            ax.invert_yaxis()
+            ax.set_xlim(left=0)
+            ax.set_title(ph)
+            ax.set_xlabel("s, mean over ranks (median of repetitions)", fontsize=8)
+            ax.grid(True, axis="x", alpha=0.3)
+            if j == 0:
+                ax.legend(fontsize=8, loc="best")
+        self.finish(fig, name, "where each phase's time goes: open/create, transfer, sync, close")
+        return True
+
     def all(self):
         drawn = [self.bandwidth_vs_block_size(), self.heatmap(), self.layouts(), self.stripes()]
         if not any(drawn):
             self.bandwidth_points()
+        self.phase_steps()
         self.rank_times()
         self.latency()
         self.lifecycle()
