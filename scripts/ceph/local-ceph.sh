@@ -23,11 +23,11 @@
 # MNT defaults to DIR/mnt. Pools cephfs_data and cephfs_metadata, size 1, 8 PGs each; the file
 # system is named cephfs. The mon listens on msgr2 only, 127.0.0.1:$CKPT_CEPH_PORT (default 3300);
 # give another port (and DIR) to run a second cluster beside a first. `stop` stops only the
-# processes whose PIDs `start` recorded (never by name), takes about 12 s (the MDS is slow to exit
-# on SIGTERM; whatever is still up after 20 s is killed) and deletes DIR. `start` takes about 15 s
-# once the packages are there (installing them, about 35 s more); it is a no-op when the cluster
-# is up and mounted, and cleans up what it started if a step fails, printing the logs' tails.
-# Needs root (packages, FUSE mount), /dev/fuse, about 0.6-1 GiB of memory.
+# processes whose PIDs `start` recorded (never by name): SIGTERM, SIGKILL after 20 s (e.g. a
+# ceph-fuse whose MDS died); about 8 s. Then it deletes DIR. `start` takes about 15 s once the
+# packages are there (installing them, about 35 s more); it is a no-op when the cluster is up and
+# mounted, starts afresh when DIR holds one that is not, and when a step fails it prints the logs'
+# tails and stops what it started. Needs root, /dev/fuse, about 0.6-1 GiB of memory.
 # Exit status: 0 done, 2 usage, 77 Ceph cannot run here (the reason is printed), 1 anything else.
 set -euo pipefail
 
@@ -79,7 +79,11 @@ running() {
 }
 # alive PIDFILE: the process named in PIDFILE runs.
 alive() { [ -s "$1" ] && running "$(cat "$1")"; }
-mounted() { mountpoint -q "$mnt" 2> /dev/null; }
+# mounted: MNT is in the mount table. Read from /proc, not by stat(): that blocks on a FUSE mount
+# whose ceph-fuse or MDS hangs (so does `mountpoint`).
+mounted() {
+  M="${mnt// /\\040}" awk '$5 == ENVIRON["M"] {f = 1} END {exit !f}' /proc/self/mountinfo
+}
 
 # stop_pids NAME...: SIGTERM to each recorded process at once, up to 20 s, then SIGKILL.
 stop_pids() {
@@ -107,25 +111,31 @@ stop_pids() {
   for n in "$@"; do rm -f "$run/$n.pid"; done
 }
 
-# unmount: the CephFS off MNT (and ceph-fuse gone); fails if MNT stays a mount point.
+# unmount: the CephFS off MNT and ceph-fuse gone; fails if MNT stays a mount point. Nothing here
+# may stat() MNT while it is mounted (a hung ceph-fuse would hang it too): umount -c, not umount.
 unmount() {
   if mounted; then
-    if fusermount3 -u "$mnt" 2> /dev/null || fusermount -u "$mnt" 2> /dev/null || umount "$mnt" 2> /dev/null; then
+    if timeout -s KILL 10 fusermount -u "$mnt" 2> /dev/null; then
       for _ in $(seq 50); do mounted || break; sleep 0.1; done
     fi
-    if mounted; then   # busy (a process has a file open or its cwd there): detach it
+    if mounted; then   # busy (a file open or a cwd there) or hung: detach it
       echo "$me: $mnt is busy: lazy unmount" >&2
-      umount -l "$mnt" 2> /dev/null || fusermount -uz "$mnt" 2> /dev/null || true
-      for _ in $(seq 50); do mounted || break; sleep 0.1; done
+      timeout -s KILL 10 umount -l -c "$mnt" 2> /dev/null || true
     fi
   fi
   stop_pids ceph-fuse
-  ! mounted
+  if mounted; then timeout -s KILL 10 umount -l -c "$mnt" 2> /dev/null || true; fi
+  ! mounted && ! timeout -s KILL 10 mountpoint -q "$mnt" 2> /dev/null
 }
 
 # teardown: unmount, stop every daemon this DIR's `start` recorded, delete DIR.
 teardown() {
   unmount || { echo "$me: $mnt is still mounted; $dir kept" >&2; return 1; }
+  # An MDS holding its rank takes 10 s or more to exit on SIGTERM; one whose file system is failed
+  # (its rank given up, nothing kept: DIR goes anyway) about 4 s.
+  if alive "$run/mds.a.pid" && alive "$run/mon.a.pid"; then
+    timeout -s KILL 10 ceph --conf "$conf" --connect-timeout 5 fs fail cephfs > /dev/null 2>&1 || true
+  fi
   stop_pids mds.a osd.0 mgr.x
   stop_pids mon.a
   if [ -e "$dir/mountpoint.made" ]; then rmdir "$mnt" 2> /dev/null || true; fi
@@ -194,7 +204,7 @@ fi
 for t in ceph ceph-mon ceph-mgr ceph-osd ceph-mds ceph-fuse ceph-authtool monmaptool uuidgen mountpoint; do
   command -v "$t" > /dev/null || cant "$t is missing after installing ${pkgs[*]}"
 done
-command -v fusermount3 > /dev/null || command -v fusermount > /dev/null || cant "no fusermount (package fuse3)"
+command -v fusermount > /dev/null || cant "no fusermount (Debian package fuse, which ceph-fuse depends on)"
 if (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null; then
   die "port $port on 127.0.0.1 is in use (another cluster? set CKPT_CEPH_PORT)"
 fi
@@ -368,7 +378,7 @@ for _ in $(seq 300); do
   mounted && break
   sleep 0.1
 done
-mounted || fail "$mnt is not a mount point 30 s after ceph-fuse started"
+{ mounted && mountpoint -q "$mnt"; } || fail "$mnt is not a mount point 30 s after ceph-fuse started"
 [ "$(stat -f -c %T "$mnt")" = fuseblk ] || [ "$(stat -f -c %T "$mnt")" = fuse ] ||
   fail "$mnt is mounted but not by FUSE ($(stat -f -c %T "$mnt"))"
 # One write and read back through the mount, so that a test never starts on a dead mount.
