@@ -79,13 +79,14 @@ std::string make_run_dir(const std::string& target, const std::string& target_fs
                          LockFile* lock) {
   struct stat st;
   if (!target_fs.empty()) {
-    if (::stat(target.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-      throw ConfigError("'target_fs' is \"" + target_fs + "\", but the target '" + target +
-                        "' does not exist: is the file system mounted? Nothing was created");
-    const std::string got = probe_fs(target).type;
+    // The target, or the nearest existing directory above it (where it would be made).
+    std::filesystem::path at(target);
+    while (::stat(at.c_str(), &st) != 0 && at.has_parent_path() && at.parent_path() != at)
+      at = at.parent_path();
+    const std::string got = probe_fs(at.string()).type;
     if (got != target_fs)
       throw ConfigError("'target_fs' is \"" + target_fs + "\", but the target '" + target +
-                        "' is on " + got +
+                        "' is on " + got + (at.string() == target ? "" : " (" + at.string() + ")") +
                         ": is the file system mounted there? Nothing was created");
   }
   facts.target_created = ::stat(target.c_str(), &st) != 0;

@@ -191,7 +191,9 @@ json read_striping(const std::vector<std::string>& files, size_t max_samples,
   size_t failed = 0;
   auto bump = [&](const char* key, const json& v) {
     std::string s = v.is_string() ? v.get<std::string>() : v.dump();
-    summary[key][s] = summary[key].value(s, 0) + 1;
+    json& counts = summary[key];  // object_size: only where the file system has one
+    if (!counts.is_object()) counts = json::object();
+    counts[s] = counts.value(s, 0) + 1;
   };
   for (size_t i : idx) {
     json e = {{"file", files[i]}};
