@@ -234,8 +234,8 @@ NewestCheckpoint run_saves(RunState& rs, PointRun& pt, int rep, const std::strin
   rj["save"]["files"] = plan.stats.files;
   rj["save"]["sync"] = sync_name(pc.sync);
   if (lifecycle) {
-    auto r = across_ranks(rs, {blocked_total, training, alone_s},
-                          "at the lifecycle statistics" + where);
+    auto r =
+        across_ranks(rs, {blocked_total, training, alone_s}, "at the lifecycle statistics" + where);
     json lj = {{"save_mode", async ? "async" : "sync"},
                {"checkpoints", ckpts},
                {"blocked_s_total", r[0].to_json()},

@@ -66,7 +66,7 @@ expect "--read-assign without --read-dir" "--read-assign applies to --read-dir o
 mkdir -p "$work/dcp" && : > "$work/dcp/.metadata" && : > "$work/dcp/__0_0.distcp" && : > "$work/dcp/__1_0.distcp"
 expect "--read-assign loader on another rank count" "dcp: the DCP checkpoint . was saved by 2 ranks" "$BIN" run --config "$(cfg ok "{$base}")" --phases restore --read-dir "$work/dcp" --read-assign loader -o "$work/rd.json"
 # A target that should be a mounted CephFS but is the local directory underneath: refused.
-expect "target_fs not mounted" "'target_fs' is \"cephfs\", but the target '$work/empty' is on" "${MPI[@]}" -n 2 "$BIN" run --config "$(cfg ok "{$base}")" --target "$work/empty" --set target_fs=cephfs
+expect "target_fs not mounted" "'target_fs' is \"cephfs\", but the target '$work/empty' is on" "${MPI[@]}" -n 2 "$BIN" run --config "$(cfg ok "{$base}")" --target "$work/empty" --set target_fs=cephfs -o "$work/tfs.json"
 expect "validate unknown key" "unknown key 'blok_size'" "$BIN" validate "$(cfg k "{$base, \"blok_size\": \"1M\"}")"
 expect "refuse system dir" "refusing a system directory" "$BIN" run --target /usr
 # A valid config validates with exit 0.
