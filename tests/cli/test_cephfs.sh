@@ -78,14 +78,16 @@ for case in "posix false" "posix true" "io_uring false" "mpiio false independent
   run "b-$backend-$direct-$mode" "{\"model\": \"tiny\", \"parallelism\": {\"tp\": 2, \"dp\": \"auto\"},
     \"repetitions\": 1, \"layout\": \"$layout\", \"backend\": \"$backend\", \"direct\": $direct,
     \"cache\": \"fadvise\", \"verify\": true, \"target_fs\": \"cephfs\", \"stripe_count\": 2,
-    \"stripe_size\": \"1M\"$extra}" 4 --target "$mnt/backends"
+    \"stripe_size\": \"1M\", \"object_size\": \"8M\"$extra}" 4 --target "$mnt/backends"
   msg="$(check "b-$backend-$direct-$mode" "
 r = d['points'][0]['repetitions'][0]
 if d['status'] != 'ok': problems.append('status ' + d['status'])
 if not r['verified'] or r['bytes_verified'] <= 0: problems.append('not verified')
 if r['save']['bytes'] <= 0 or r['restore']['bytes'] != r['save']['bytes']: problems.append('bytes')
+got = d['points'][0]['striping'].get('obtained', {}).get('summary', {})
+if got.get('object_size') != {str(8 << 20): got.get('object_size', {}).get(str(8 << 20), -1)} or not got.get('object_size'): problems.append(f'object_size obtained {got}')
 " 2>&1)"; rc=$?
-  if [ $code -eq 0 ] && [ $rc -eq 0 ]; then ok "$case: saved and verified on CephFS"
+  if [ $code -eq 0 ] && [ $rc -eq 0 ]; then ok "$case: saved and verified on CephFS (layout 2 x 1M, objects of 8M, read back)"
   else bad "$case: exit $code: $msg: $(tail -n 3 <<< "$out")"; fi
 done
 
