@@ -277,29 +277,21 @@ ReadDirAssignment deepspeed_rule(const DirFiles& files, int world,
   ReadDirAssignment a;
   a.rule = "deepspeed";
   a.reads.resize(static_cast<size_t>(world));
+  // The file the loader opens for (dp, mp) from `files_of`, or why the rule does not apply.
+  auto take = [&](const auto& files_of, const auto& key, const std::string& name) {
+    auto it = files_of.find(key);
+    if (it == files_of.end()) throw NotApplicable{"no " + name + " in " + shown(tag)};
+    return it->second;
+  };
   for (int r = 0; r < world; r++) {
     const int mp = r % MP, dp = r / MP;
+    const std::string zr = "zero_pp_rank_" + std::to_string(dp) + "_mp_rank_" + std::to_string(mp);
     auto& mine = a.reads[static_cast<size_t>(r)];
-    if (z3) {
-      auto it = z3model.find({dp, mp});
-      if (it == z3model.end())
-        throw NotApplicable{"no zero_pp_rank_" + std::to_string(dp) + "_mp_rank_" +
-                            std::to_string(mp) + "_model_states.pt in " + shown(tag)};
-      mine.push_back(it->second);
-    } else {
-      auto it = model.find(mp);
-      if (it == model.end())
-        throw NotApplicable{"no mp_rank_" + std::to_string(mp) + "_model_states.pt in " +
-                            shown(tag)};
-      mine.push_back(it->second);
-    }
-    if (zero) {
-      auto it = optim.find({dp, mp});
-      if (it == optim.end())
-        throw NotApplicable{"no zero_pp_rank_" + std::to_string(dp) + "_mp_rank_" +
-                            std::to_string(mp) + "_optim_states.pt in " + shown(tag)};
-      mine.push_back(it->second);
-    }
+    if (z3)
+      mine.push_back(take(z3model, std::pair{dp, mp}, zr + "_model_states.pt"));
+    else
+      mine.push_back(take(model, mp, "mp_rank_" + std::to_string(mp) + "_model_states.pt"));
+    if (zero) mine.push_back(take(optim, std::pair{dp, mp}, zr + "_optim_states.pt"));
   }
   a.description =
       "DeepSpeed load_checkpoint of tag " + shown(tag) + " (model-parallel " + std::to_string(MP) +
