@@ -1,5 +1,10 @@
 #include "ckptbench/jsonread.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 
 #include "ckptbench/error.hpp"
@@ -197,6 +202,36 @@ void ObjectReader::finish() const {
     throw ConfigError("unknown key '" + text_excerpt(key_path(it.key())) + "' (allowed" +
                       (path_.empty() ? "" : " in '" + path_ + "'") + ": " + list + ")");
   }
+}
+
+std::string read_small_file(const std::string& path, uint64_t limit) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw ConfigError(path + ": cannot open: " + errno_text(errno));
+  std::string s;
+  std::string err;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    err = "fstat: " + errno_text(errno);
+  else if (!S_ISREG(st.st_mode))
+    err = "not a regular file";
+  else if (static_cast<uint64_t>(st.st_size) > limit)
+    err = "larger than " + std::to_string(limit >> 20) + " MiB";
+  else {
+    s.resize(static_cast<size_t>(st.st_size));
+    size_t done = 0;
+    while (done < s.size()) {
+      const ssize_t n = ::pread(fd, s.data() + done, s.size() - done, static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        err = n < 0 ? "read: " + errno_text(errno) : "short read (the file shrank)";
+        break;
+      }
+      done += static_cast<size_t>(n);
+    }
+  }
+  ::close(fd);
+  if (!err.empty()) throw ConfigError(path + ": " + err);
+  return s;
 }
 
 }  // namespace ckpt

@@ -13,6 +13,7 @@
 #include "ckptbench/execution.hpp"
 #include "ckptbench/hash.hpp"
 #include "ckptbench/interrupt.hpp"
+#include "ckptbench/jsonread.hpp"
 #include "ckptbench/manifest.hpp"
 #include "ckptbench/report.hpp"
 #include "ckptbench/version.hpp"

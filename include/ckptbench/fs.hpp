@@ -119,9 +119,6 @@ void remove_tree(const std::string& path, const std::string& root);
 // (path relative to dir, size), sorted by path. Throws IoError naming what cannot be read.
 std::vector<std::pair<std::string, uint64_t>> list_regular_files(const std::string& dir);
 
-// The whole content of a small regular file, opened read-only. Throws ConfigError naming the path:
-// cannot open, not a regular file, larger than `limit` bytes, short read.
-std::string read_small_file(const std::string& path, uint64_t limit);
 // Absolute, lexically normalised path.
 std::string absolute_path(const std::string& p);
 

@@ -26,6 +26,10 @@ inline constexpr int kMaxJsonDepth = 64;
 // "config") on a syntax error or too deep a nesting.
 json parse_json_limited(const std::string& text, const std::string& what);
 
+// The whole content of a small regular file, opened read-only. Throws ConfigError naming the path:
+// cannot open, not a regular file, larger than `limit` bytes, short read.
+std::string read_small_file(const std::string& path, uint64_t limit);
+
 // A value for an error message: compact JSON cut to at most `max` characters ("..." and the full
 // length appended when cut), so no message quotes an unbounded value.
 std::string json_excerpt(const json& v, size_t max = 160);
