@@ -54,7 +54,7 @@ nlohmann::json plan_stats_json(const PlanStats& st) {
           {"state_kind_bytes", st.kind_bytes}};
 }
 
-nlohmann::json plan_file_list(const IoPlan& plan) {
+nlohmann::json plan_file_list(const IoPlan& plan, const ModelDesc* items_of) {
   std::map<uint32_t, const FileSpec*> by_id;
   // A shared file's regions: per writer, the first and the end offset of the shards it
   // transfers.
@@ -75,6 +75,29 @@ nlohmann::json plan_file_list(const IoPlan& plan) {
   for (const auto& [id, f] : by_id) {
     nlohmann::json j = {{"path", f->path}, {"size", f->size}, {"writers", f->writers}};
     if (auto it = regions.find(id); it != regions.end()) j["regions"] = it->second;
+    if (items_of) {
+      // Every writer's tensor data in file order (a rank's FileSpec holds its own extents).
+      std::vector<const Extent*> ex;
+      for (const auto& r : plan.ranks)
+        for (const auto& g : r.files)
+          if (g.id == id)
+            for (const auto& e : g.extents)
+              if (e.shard >= 0) ex.push_back(&e);
+      std::sort(ex.begin(), ex.end(),
+                [](const Extent* a, const Extent* b) { return a->offset < b->offset; });
+      nlohmann::json items = nlohmann::json::array();
+      for (const Extent* e : ex) {
+        const Shard& sh =
+            plan.shards[static_cast<size_t>(e->vrank)].shards[static_cast<size_t>(e->shard)];
+        items.push_back({{"name", shard_label(*items_of, sh)},
+                         {"dtype", std::string(dtype_name(sh.dtype))},
+                         {"bytes", e->length},
+                         {"offset", e->offset},
+                         {"vrank", e->vrank},
+                         {"rank", e->source}});
+      }
+      j["items"] = std::move(items);
+    }
     out.push_back(j);
   }
   return out;

@@ -137,8 +137,8 @@ int cmd_models(bool as_json) {
   return 0;
 }
 
-int cmd_plan(const std::string& path, const Overrides& ov, int world, bool as_json,
-             bool list_files) {
+int cmd_plan(const std::string& path, const Overrides& ov, int world, bool as_json, bool list_files,
+             bool list_items) {
   RunConfig rc = parse_config(load_config(path, ov));
   json pts = json::array();
   for (size_t i = 0; i < rc.points.size(); i++) {
@@ -166,7 +166,7 @@ int cmd_plan(const std::string& path, const Overrides& ov, int world, bool as_js
     pt["world"] = w;
     pt["parallelism"] = parallelism_to_json(par);
     pt["layout"] = layout_name(p.layout.kind);
-    if (list_files) pt["file_list"] = plan_file_list(plan);
+    if (list_files || list_items) pt["file_list"] = plan_file_list(plan, list_items ? &m : nullptr);
     if (p.restore.reshard) {
       Prepared prep;
       prep.model = m;
@@ -457,6 +457,11 @@ int main(int argc, char** argv) {
   bool pfiles = false;
   plan->add_flag("--files", pfiles,
                  "List every file: path (relative to the point directory), size, writer ranks");
+  bool pitems = false;
+  plan->add_flag("--items", pitems,
+                 "With --json: list every file with its tensor data in file order (name, dtype, "
+                 "bytes, offset, writing rank), what scripts/realfw.py saves with the real "
+                 "framework");
 
   bool mjson = false;
   auto* models = app.add_subcommand("models", "List the built-in model zoo with sizes");
@@ -496,7 +501,7 @@ int main(int argc, char** argv) {
       return cmd_run(config, run_ov, ropt, output, dlio_path, timeout_s);
     }
     if (*validate) return cmd_validate(vpath.empty() ? vconfig : vpath, validate_ov);
-    if (*plan) return cmd_plan(ppath, plan_ov, world, pjson, pfiles);
+    if (*plan) return cmd_plan(ppath, plan_ov, world, pjson, pfiles, pitems);
     if (*models) return cmd_models(mjson);
     if (*backends) {
       json j = probe_backends();

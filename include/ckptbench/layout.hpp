@@ -125,8 +125,11 @@ IoPlan make_plan(const PlanInput& in);
 nlohmann::json plan_stats_json(const PlanStats& st);
 
 // Every file of the plan in file-id order (the order each writer writes them):
-// [{"path", "size", "writers": [real ranks]}]. `plan --files` prints it.
-nlohmann::json plan_file_list(const IoPlan& plan);
+// [{"path", "size", "writers": [real ranks]}]. `plan --files` prints it. With `items_of` (the
+// plan's model) each file also lists its tensor data in file order, as `plan --items` prints it:
+// "items": [{"name" (shard_label), "dtype", "bytes", "offset", "vrank", "rank" (the real rank
+// that writes it)}] - what scripts/realfw.py builds as tensors to save with the real framework.
+nlohmann::json plan_file_list(const IoPlan& plan, const ModelDesc* items_of = nullptr);
 
 // "layers.3.attention.wq.weight/exp_avg" (+ "@<elem_offset>" for ZeRO fragments).
 std::string shard_label(const ModelDesc& m, const Shard& s);

@@ -1,0 +1,92 @@
+// torch.save's zip framing and the requests of its file streams, checked against what torch
+// 1.13.1 wrote and read here: a dict of 15 tensors saved to rank_00000.ckpt, listed with Python's
+// zipfile and traced with strace (docs/layouts.md, "torch.save framing").
+#include <gtest/gtest.h>
+
+#include "ckptbench/error.hpp"
+#include "ckptbench/framing.hpp"
+
+using namespace ckpt;
+
+namespace {
+
+// {"layers.0.attention.wq.weight": bf16 1024x1024, "norm.weight": f32 1024, "tiny": f32 10,
+//  "t0".."t11": f32 300 each}
+std::vector<ZipItem> observed_items() {
+  std::vector<ZipItem> v = {{2097152, 28}, {4096, 11}, {40, 4}};
+  for (int i = 0; i < 12; i++) v.push_back({1200, i < 10 ? 2u : 3u});
+  return v;
+}
+
+}  // namespace
+
+TEST(Framing, TorchZipOffsetsAsZipfileListsThem) {
+  const TorchZip z = torch_zip("rank_00000", observed_items(), 4096, 1079);
+  EXPECT_EQ(z.size, 2119403u);
+  EXPECT_EQ(z.pickle.header, 0u);
+  EXPECT_EQ(z.pickle.data, 64u);
+  // header offsets of data/0 .. data/14 (data/10..14 are written before data/2: key order)
+  const uint64_t header[15] = {1159,    2098384, 2109056, 2109176, 2110464,
+                               2111744, 2113024, 2114304, 2115584, 2116864,
+                               2102608, 2103936, 2105216, 2106496, 2107776};
+  for (int i = 0; i < 15; i++) EXPECT_EQ(z.tensors[i].header, header[i]) << "data/" << i;
+  EXPECT_EQ(z.tensors[0].data, 1216u);
+  EXPECT_EQ(z.version.header, 2118144u);
+  EXPECT_EQ(z.cdir, 2118226u);
+  EXPECT_EQ(z.cdir_len, 1079u);
+}
+
+TEST(Framing, TorchZipWritesAsStraced) {
+  const TorchZip z = torch_zip("rank_00000", observed_items(), 4096, 1079);
+  // writev lengths in order; the 40-byte tensor is buffered with its neighbours' headers
+  const uint64_t want[] = {1143, 2097225, 4224, 1328, 1280, 1280, 1280, 1280, 1408,
+                           1280, 1280,    1280, 1280, 1280, 1280, 1177, 98};
+  ASSERT_EQ(z.writes.size(), std::size(want));
+  uint64_t off = 0;
+  for (size_t i = 0; i < z.writes.size(); i++) {
+    EXPECT_EQ(z.writes[i].len, want[i]) << "write " << i;
+    EXPECT_EQ(z.writes[i].offset, off);
+    off += z.writes[i].len;
+  }
+  EXPECT_EQ(off, z.size);
+}
+
+TEST(Framing, TorchLoadReadsAsStraced) {
+  const TorchZip z = torch_zip("rank_00000", observed_items(), 4096, 1079);
+  const Req want[] = {{0, 4096},       {0, 4096},       {2115307, 4096}, {2119381, 22},
+                      {2119361, 42},   {2119305, 98},   {2118226, 1177}, {2118144, 1259},
+                      {0, 4096},       {4096, 2094272}, {2098384, 4096}, {2102480, 4096},
+                      {2109056, 4096}, {2113152, 4096}, {2117248, 2155}, {2102608, 4096},
+                      {2106704, 4096}};
+  ASSERT_EQ(z.reads.size(), std::size(want));
+  for (size_t i = 0; i < z.reads.size(); i++) {
+    EXPECT_EQ(z.reads[i].offset, want[i].offset) << "read " << i;
+    EXPECT_EQ(z.reads[i].len, want[i].len) << "read " << i;
+  }
+}
+
+TEST(Framing, PickleEstimateWithinAFewPercent) {
+  // measured pickle sizes of n 1-D tensors with 5-byte keys
+  const std::pair<size_t, uint64_t> measured[] = {
+      {1, 169}, {2, 231}, {10, 719}, {100, 7949}, {1000, 86251}};
+  for (auto [n, bytes] : measured) {
+    const uint64_t est = torch_pickle_bytes(std::vector<ZipItem>(n, ZipItem{2, 5}));
+    EXPECT_NEAR(static_cast<double>(est), static_cast<double>(bytes), 0.02 * bytes) << n;
+  }
+}
+
+TEST(Framing, LargeRecordsAndNames) {
+  // A 5 GiB tensor: zip64 extras in its local header, a 24-byte descriptor, one writev.
+  const TorchZip z = torch_zip("big", {{5ull << 30, 1}, {100, 1}});
+  EXPECT_EQ(z.tensors[0].data % 64, 0u);
+  EXPECT_GT(z.tensors[1].header, z.tensors[0].data + (5ull << 30));
+  EXPECT_EQ(z.tensors[1].header - (z.tensors[0].data + (5ull << 30)), 24u);
+  uint64_t sum = 0;
+  for (const auto& w : z.writes) sum += w.len;
+  EXPECT_EQ(sum, z.size);
+  EXPECT_EQ(torch_archive_name("a/b/rank_00000.ckpt"), "rank_00000");
+  EXPECT_EQ(torch_archive_name("x.weight.exp_avg"), "x.weight");
+  EXPECT_EQ(torch_archive_name("latest"), "latest");
+  EXPECT_EQ(parse_framing("torch-zip"), Framing::torch_zip);
+  EXPECT_THROW(parse_framing("zip"), ConfigError);
+}
