@@ -51,7 +51,7 @@ const std::vector<std::string>& point_keys() {
         "direct",         "sync",        "align",         "preallocate", "cache",
         "stripe_count",   "stripe_size", "stripe_pool",   "preset",      "dcp",
         "region_align",   "save_mode",   "staging_bytes", "compute_s",   "compute_kind",
-        "checkpoints",    "keep_last",   "restore",       "object_size"};
+        "checkpoints",    "keep_last",   "restore",       "object_size", "framing"};
     for (const auto& b : backend_registry()) v.push_back(b.name);
     return v;
   }();
@@ -63,9 +63,12 @@ const std::vector<Preset>& presets() {
   // not set itself. Reasoning in docs/layouts.md.
   static const std::vector<Preset> p = {
       {"torch-save",
-       "torch.save per rank: one file per rank, buffered, one synchronous write at a time, no "
-       "fsync",
+       "torch.save per rank: one zip archive per rank written as torch.save's stream writes it "
+       "(one request per record: header and tensor data), no preallocation, buffered, no fsync; "
+       "restored in torch.load's order (end records and central directory first)",
        {{"layout", "aggregated-rank"},
+        {"framing", "torch-zip"},
+        {"preallocate", false},
         {"backend", "posix"},
         {"direct", false},
         {"sync", "none"},
@@ -321,6 +324,12 @@ PointConfig parse_point(const json& pj_in) {
                         "bytes such as 1M or the stripe size)");
   }
   p.preallocate = r.boolean("preallocate", true);
+  const std::string framing = r.choice("framing", "none", {"none", "torch-zip"});
+  p.layout.framing = parse_framing(framing);
+  if (p.layout.framing != Framing::none && p.direct)
+    throw ConfigError(
+        "'framing': torch-zip replays torch.save's buffered stream (requests at any "
+        "offset and of any length); it cannot run with direct=true");
   std::string cache =
       r.choice("cache", "auto", {"auto", "direct", "fadvise", "rank-shift", "drop-caches", "none"});
   p.cache = cache == "auto"          ? CacheMode::auto_
@@ -488,6 +497,7 @@ PointConfig parse_point(const json& pj_in) {
   res["region_align"] =
       p.region_align == PointConfig::kRegionAlignAuto ? json("auto") : json(p.region_align);
   res["preallocate"] = p.preallocate;
+  res["framing"] = framing;
   res["cache"] = cache;
   res["stripe_count"] = p.stripe_count;
   res["stripe_size"] = p.stripe_size;

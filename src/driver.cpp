@@ -267,7 +267,7 @@ class Driver {
           open_file(i);
         }
         const FileSpec& f = files_[i];
-        if (!cursor) cursor.emplace(f, ctx_.cfg->block_size, ctx_.cfg->transfer);
+        if (!cursor) cursor.emplace(f, ctx_.cfg->block_size, ctx_.cfg->transfer, !save_);
         Transfer t;
         if (!cursor->next(t)) {
           st_[i].submitted_all = true;

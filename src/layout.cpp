@@ -128,6 +128,11 @@ std::string fmt(const char* f, long a) {
 struct GFile {
   std::string path;
   std::vector<Extent> extents;
+  // torch.save writes this file (with framing torch-zip it becomes a zip archive) and pickles
+  // `objects` bytes of non-tensor state beside the tensors.
+  bool torch_save = false;
+  uint64_t objects = 0;
+  std::vector<Req> write_reqs, read_reqs;
   int index_writer = -1;  // real rank writing the footer index (-1: no index)
   uint64_t index_len = 0;
 };
@@ -300,6 +305,17 @@ struct Builder {
           const int writer = real_of(ff.writer);
           for (const auto& it : ff.items) append(f, cursor, it.vrank, {it.shard}, writer);
           if (ff.meta_bytes > 0) add_meta(f, cursor, ff.meta_bytes, writer);
+          // The torch.save files of these frameworks: those holding tensors (not latest,
+          // zero_to_fp32.py or DCP's files); their meta bytes less torch.save's own estimate
+          // are the pickled trainer state.
+          const bool ts = in.layout.kind == LayoutKind::deepspeed ||
+                          in.layout.kind == LayoutKind::megatron ||
+                          in.layout.kind == LayoutKind::dlio;
+          if (ts && !ff.items.empty()) {
+            f.torch_save = true;
+            const uint64_t own = kTorchSaveFileBytes + kTorchSaveTensorBytes * ff.items.size();
+            f.objects = ff.meta_bytes > own ? ff.meta_bytes - own : 0;
+          }
           if (!f.extents.empty()) files.push_back(std::move(f));
         }
         break;
@@ -336,6 +352,73 @@ struct Builder {
   }
 
   std::map<size_t, int> node_leader_;  // file index -> leader (node aggregation)
+
+  // Framing torch-zip: each torch.save file becomes its zip archive (framing.hpp).
+  void frame() {
+    if (in.layout.framing != Framing::torch_zip) return;
+    const LayoutKind k = in.layout.kind;
+    const bool plain = k == LayoutKind::file_per_tensor || k == LayoutKind::file_per_shard ||
+                       k == LayoutKind::aggregated_rank;
+    if (!plain && k != LayoutKind::deepspeed && k != LayoutKind::megatron && k != LayoutKind::dlio)
+      throw ConfigError(
+          "'framing': torch-zip frames files that torch.save writes, one rank each: "
+          "layouts file-per-tensor, file-per-shard, aggregated-rank, deepspeed, "
+          "megatron, dlio; not '" +
+          layout_name(k) + "'");
+    if (in.layout.chunk_size > 0)
+      throw ConfigError("'framing': torch-zip writes each file whole; unset 'chunk_size'");
+    for (auto& f : files) {
+      if (plain) f.torch_save = true;
+      if (!f.torch_save) continue;
+      int writer = -1;
+      std::vector<Extent> data;
+      std::vector<ZipItem> items;
+      for (const auto& e : f.extents) {
+        if (writer >= 0 && e.source != writer)
+          throw ConfigError("'framing': torch-zip needs one writer per file; '" + f.path +
+                            "' has several (set ranks_per_file 1)");
+        writer = e.source;
+        if (e.shard < 0) continue;
+        data.push_back(e);
+        const Shard& s =
+            plan.shards[static_cast<size_t>(e.vrank)].shards[static_cast<size_t>(e.shard)];
+        items.push_back({e.length, shard_label(*in.model, s).size()});
+      }
+      TorchZip z =
+          torch_zip(torch_archive_name(f.path), items, 4096, torch_pickle_bytes(items) + f.objects);
+      // Data extents where the archive puts them, framing bytes (headers, descriptors, pickle,
+      // central directory) as extents without a shard between them.
+      std::vector<Extent> ex;
+      for (size_t i = 0; i < data.size(); i++) {
+        data[i].offset = z.tensors[i].data;
+        data[i].padded = data[i].length;
+        ex.push_back(data[i]);
+      }
+      std::sort(ex.begin(), ex.end(),
+                [](const Extent& a, const Extent& b) { return a.offset < b.offset; });
+      std::vector<Extent> all;
+      uint64_t cur = 0;
+      auto gap = [&](uint64_t to) {
+        if (to <= cur) return;
+        Extent g;
+        g.offset = cur;
+        g.length = g.padded = to - cur;
+        g.source = writer;
+        all.push_back(g);
+      };
+      for (const auto& e : ex) {
+        gap(e.offset);
+        all.push_back(e);
+        cur = e.offset + e.length;
+      }
+      gap(z.size);
+      f.extents = std::move(all);
+      f.index_writer = -1;
+      f.index_len = 0;
+      f.write_reqs = std::move(z.writes);
+      f.read_reqs = std::move(z.reads);
+    }
+  }
 
   // Splits every file into chunk files of at most chunk_size bytes.
   void chunk() {
@@ -406,6 +489,8 @@ struct Builder {
         fs.create = r == writers.front();
         fs.shared = writers.size() > 1;
         fs.writers = writers;
+        fs.write_reqs = f.write_reqs;
+        fs.read_reqs = f.read_reqs;
         for (const auto& e : ex) plan.ranks[r].transfer_bytes += e.padded;
         fs.extents = std::move(ex);
         plan.ranks[r].files.push_back(std::move(fs));
@@ -472,6 +557,7 @@ IoPlan make_plan(const PlanInput& in) {
                         "' would escape or confuse the checkpoint directory (empty, '.', '..' or "
                         "absolute components); rename the tensor");
   }
+  b.frame();
   b.chunk();
   b.distribute();
   plan.dirs.assign(b.dirs.begin(), b.dirs.end());

@@ -286,9 +286,14 @@ json run_point(RunState& rs, int pi) {
                    ? std::make_unique<Pattern>(rs.saved.at(static_cast<size_t>(pi)).period,
                                                rs.saved.at(static_cast<size_t>(pi)).seed)
                    : std::make_unique<Pattern>(Pattern::period_for(pc.block_size), seed);
-  pt.pool = std::make_unique<BufferPool>(nbuf, pc.block_size,
-                                         std::max<uint64_t>(rs.facts.fs.dio_mem_align, 4096),
-                                         pt.pattern->period());
+  // A framed file's requests (one per record) may exceed block_size: a buffer holds the largest.
+  uint64_t buf_bytes = pc.block_size;
+  for (const auto* rd : {&pt.prep.plan.ranks, &pt.saved_reads})
+    if (static_cast<size_t>(rs.rank) < rd->size())
+      buf_bytes =
+          std::max(buf_bytes, largest_transfer((*rd)[static_cast<size_t>(rs.rank)], pc.block_size));
+  pt.pool = std::make_unique<BufferPool>(
+      nbuf, buf_bytes, std::max<uint64_t>(rs.facts.fs.dio_mem_align, 4096), pt.pattern->period());
 
   for (int rep = 0; rep < rs.cfg.repetitions; rep++) run_repetition(rs, pt, rep);
   pt.pj["repetitions"] = pt.reps;

@@ -27,10 +27,33 @@ TransferMode default_transfer_mode(LayoutKind k) {
   }
 }
 
-TransferCursor::TransferCursor(const FileSpec& f, uint64_t block_size, TransferMode mode)
-    : f_(&f), bs_(std::max<uint64_t>(block_size, 1)), mode_(mode) {}
+TransferCursor::TransferCursor(const FileSpec& f, uint64_t block_size, TransferMode mode,
+                               bool reading)
+    : f_(&f), bs_(std::max<uint64_t>(block_size, 1)), mode_(mode) {
+  const auto& r = reading ? f.read_reqs : f.write_reqs;
+  if (!r.empty()) reqs_ = &r;
+}
+
+bool TransferCursor::next_request(Transfer& t) {
+  const auto& rq = *reqs_;
+  while (ri_ < rq.size() && rdone_ >= rq[ri_].len) {
+    ri_++;
+    rdone_ = 0;
+  }
+  if (ri_ >= rq.size()) return false;
+  t.offset = rq[ri_].offset + rdone_;
+  t.len = std::min(kMaxFramedRequest, rq[ri_].len - rdone_);
+  rdone_ += t.len;
+  // The first extent the transfer touches (requests come in any order on restore).
+  const auto& ex = f_->extents;
+  auto it = std::upper_bound(ex.begin(), ex.end(), t.offset,
+                             [](uint64_t o, const Extent& e) { return o < e.offset + e.padded; });
+  t.extent = static_cast<uint32_t>(it - ex.begin());
+  return true;
+}
 
 bool TransferCursor::next(Transfer& t) {
+  if (reqs_) return next_request(t);
   const auto& ex = f_->extents;
   if (cur_ == run_end_) {
     // Start the next run at the next extent with bytes to move.
@@ -49,6 +72,14 @@ bool TransferCursor::next(Transfer& t) {
   cur_ += t.len;
   while (ei_ + 1 < ex.size() && ex[ei_].offset + ex[ei_].padded <= cur_ && cur_ < run_end_) ei_++;
   return true;
+}
+
+uint64_t largest_transfer(const RankIo& io, uint64_t block_size) {
+  uint64_t m = block_size;
+  for (const auto& f : io.files)
+    for (const auto* rq : {&f.write_reqs, &f.read_reqs})
+      for (const auto& q : *rq) m = std::max(m, std::min(q.len, kMaxFramedRequest));
+  return m;
 }
 
 TransferStats transfer_stats(const IoPlan& plan, uint64_t block_size, TransferMode mode) {

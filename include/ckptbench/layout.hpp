@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ckptbench/framing.hpp"
 #include "ckptbench/model.hpp"
 #include "ckptbench/sharding.hpp"
 
@@ -43,6 +44,10 @@ struct LayoutOptions {
   // single_file_per_rank (false: one file per tensor item).
   int dcp_threads = 0;
   bool dcp_single_file = true;
+  // torch-zip: every file torch.save writes is the zip archive it really is (framing.hpp): the
+  // records replace the alignment, the index footer and the framework's estimated meta bytes, and
+  // the file's requests are those of torch.save's stream and torch.load's reader.
+  Framing framing = Framing::none;
 };
 
 // One contiguous piece of a file holding one shard (or the file's index footer).
@@ -63,6 +68,10 @@ struct FileSpec {
   bool shared = false;          // written by more than one real rank
   std::vector<int> writers;     // real ranks writing the file (sorted)
   std::vector<Extent> extents;  // the extents THIS real rank transfers, in file-offset order
+  // Framed files (LayoutOptions::framing): the requests the framework's stream issues, in order,
+  // on save and on restore (restore requests may overlap: a buffered reader reads some bytes
+  // twice). Empty: transfers are cut from the extents (transfer.hpp).
+  std::vector<Req> write_reqs, read_reqs;
 };
 
 // An extent of this rank's data that another rank (a node leader) writes into its file.

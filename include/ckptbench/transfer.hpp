@@ -33,15 +33,21 @@ struct Transfer {
   uint32_t extent = 0;
 };
 
-// Walks one file's transfers in order.
+// Walks one file's transfers in order. A framed file (FileSpec::write_reqs/read_reqs) gives its
+// requests instead, `reading` choosing the restore's, each cut at kMaxFramedRequest.
 class TransferCursor {
  public:
-  TransferCursor(const FileSpec& f, uint64_t block_size, TransferMode mode);
+  TransferCursor(const FileSpec& f, uint64_t block_size, TransferMode mode, bool reading = false);
   // The next transfer; false when the file is done.
   bool next(Transfer& t);
 
  private:
+  bool next_request(Transfer& t);
+
   const FileSpec* f_;
+  const std::vector<Req>* reqs_ = nullptr;
+  size_t ri_ = 0;       // next request
+  uint64_t rdone_ = 0;  // bytes of it already given
   uint64_t bs_;
   TransferMode mode_;
   size_t ei_ = 0;         // extent holding cur_
@@ -50,8 +56,9 @@ class TransferCursor {
 };
 
 template <class Fn>
-void for_each_transfer(const FileSpec& f, uint64_t block_size, TransferMode mode, Fn&& fn) {
-  TransferCursor c(f, block_size, mode);
+void for_each_transfer(const FileSpec& f, uint64_t block_size, TransferMode mode, Fn&& fn,
+                       bool reading = false) {
+  TransferCursor c(f, block_size, mode, reading);
   Transfer t;
   while (c.next(t)) fn(t);
 }
@@ -79,6 +86,8 @@ struct TransferStats {
   std::map<int, uint64_t> size_histogram;  // floor(log2(transfer bytes)) -> count
 };
 TransferStats transfer_stats(const IoPlan& plan, uint64_t block_size, TransferMode mode);
+// The largest transfer any file of `io` issues (framed requests may exceed block_size).
+uint64_t largest_transfer(const RankIo& io, uint64_t block_size);
 // {"mode", "transfers", "bytes", "runs", "largest_run_bytes", "mean_transfer_bytes",
 //  "transfer_size_histogram": {"2^k": n}}
 nlohmann::json transfer_stats_json(const TransferStats& s, TransferMode mode);

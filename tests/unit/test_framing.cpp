@@ -3,10 +3,14 @@
 // zipfile and traced with strace (docs/layouts.md, "torch.save framing").
 #include <gtest/gtest.h>
 
+#include "ckptbench/config.hpp"
 #include "ckptbench/error.hpp"
 #include "ckptbench/framing.hpp"
+#include "ckptbench/transfer.hpp"
+#include "support.hpp"
 
 using namespace ckpt;
+using ckpt_test::expect_config_error;
 
 namespace {
 
@@ -89,4 +93,85 @@ TEST(Framing, LargeRecordsAndNames) {
   EXPECT_EQ(torch_archive_name("latest"), "latest");
   EXPECT_EQ(parse_framing("torch-zip"), Framing::torch_zip);
   EXPECT_THROW(parse_framing("zip"), ConfigError);
+}
+
+namespace {
+
+IoPlan framed_plan(const nlohmann::json& extra, int world = 4) {
+  nlohmann::json j = {{"model", {{"name", "llama2-7b"}, {"scale", 0.001}}},
+                      {"parallelism", {{"tp", 1}, {"dp", "auto"}, {"zero_stage", 1}}},
+                      {"preset", "torch-save"}};
+  for (const auto& [k, v] : extra.items()) j[k] = v;
+  RunConfig rc = parse_config(j);
+  const PointConfig& pc = rc.points.at(0);
+  static ModelDesc m;
+  m = build_model(pc.model);
+  Parallelism par = resolve_parallelism(pc.parallelism, world, m);
+  return make_plan(plan_input(pc, m, par, 4096, world, std::vector<int>(world, 0)));
+}
+
+}  // namespace
+
+// The torch-save preset: one archive per rank; its extents tile it, the tensor data sits where
+// the zip puts it, the save requests cover it once in order and the restore requests cover it.
+TEST(Framing, TorchSavePresetPlan) {
+  for (const char* layout : {"aggregated-rank", "file-per-shard", "deepspeed", "megatron"}) {
+    SCOPED_TRACE(layout);
+    IoPlan plan = framed_plan({{"layout", layout}});
+    uint64_t files = 0;
+    for (const auto& r : plan.ranks)
+      for (const auto& f : r.files) {
+        if (f.write_reqs.empty()) {
+          // only files torch.save does not write (DeepSpeed's latest, zero_to_fp32.py, ...)
+          EXPECT_TRUE(f.path == "latest" || f.path == "zero_to_fp32.py" ||
+                      f.path == "latest_checkpointed_iteration.txt")
+              << f.path;
+          continue;
+        }
+        files++;
+        uint64_t cur = 0, tensors = 0;
+        for (const auto& e : f.extents) {
+          EXPECT_EQ(e.offset, cur) << f.path;
+          EXPECT_EQ(e.padded, e.length);
+          if (e.shard >= 0) {
+            EXPECT_EQ(e.offset % 64, 0u);
+            tensors++;
+          }
+          cur += e.length;
+        }
+        EXPECT_EQ(cur, f.size);
+        EXPECT_GT(tensors, 0u);
+        uint64_t pos = 0, n = 0;
+        for_each_transfer(f, 1 << 20, TransferMode::per_tensor, [&](const Transfer& t) {
+          EXPECT_EQ(t.offset, pos);
+          pos += t.len;
+          n++;
+        });
+        EXPECT_EQ(pos, f.size);
+        EXPECT_EQ(n, f.write_reqs.size());
+        EXPECT_LE(n, tensors + 3);  // at most one request per record (small ones buffered)
+        std::vector<bool> seen(f.extents.size(), false);
+        for_each_transfer(
+            f, 1 << 20, TransferMode::per_tensor,
+            [&](const Transfer& t) {
+              for_each_piece(f, t, [&](const Extent& e, uint64_t, uint64_t, uint64_t) {
+                seen[static_cast<size_t>(&e - f.extents.data())] = true;
+              });
+            },
+            true);
+        for (size_t i = 0; i < seen.size(); i++)
+          if (f.extents[i].shard >= 0) {
+            EXPECT_TRUE(seen[i]) << f.path << " extent " << i;
+          }
+      }
+    EXPECT_GT(files, 0u);
+  }
+}
+
+TEST(Framing, RefusedWhereTorchSaveDoesNotWrite) {
+  expect_config_error([] { framed_plan({{"layout", "shared-file"}}); }, "'framing'");
+  expect_config_error([] { framed_plan({{"layout", "torch-dcp"}}); }, "'framing'");
+  expect_config_error([] { framed_plan({{"ranks_per_file", 2}}); }, "one writer");
+  expect_config_error([] { framed_plan({{"direct", true}}); }, "direct=true");
+  expect_config_error([] { framed_plan({{"framing", "zip"}}); }, "'framing'");
 }
