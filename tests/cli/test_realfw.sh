@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Real PyTorch beside the replay (ctest label realfw): scripts/realfw.py saves and restores a small
+# Llama-shaped state with torch.save/torch.load (python3-torch, Debian's 1.13.1), ckptbench replays
+# the same config with the torch-save preset, both under strace; scripts/strace_io.py then checks
+# file names, count and sizes (equal up to the pickle's estimate), write and read request counts
+# and size histograms within 10%, the fsyncs and renames, and the byte totals. Cases: torch.save
+# without fsync (what frameworks do) and with an fsync per file (realfw --fsync, replay
+# sync=file). Installs python3-torch, python3-mpi4py and strace with apt-get when missing and
+# root; exit 77 only when they cannot be installed, saying why. docs/layouts.md, "torch.save
+# framing"; scripts/realfw.py.
+. "$(dirname "$0")/lib.sh"
+need_binary
+
+pkgs=()
+/usr/bin/python3 -c "import torch" 2> /dev/null || pkgs+=(python3-torch)
+/usr/bin/python3 -c "import mpi4py" 2> /dev/null || pkgs+=(python3-mpi4py)
+command -v strace > /dev/null || pkgs+=(strace)
+if [ ${#pkgs[@]} -gt 0 ]; then
+  [ "$(id -u)" -eq 0 ] || { echo "skip: ${pkgs[*]} missing and not root to install them"; exit 77; }
+  command -v apt-get > /dev/null || { echo "skip: ${pkgs[*]} missing and there is no apt-get"; exit 77; }
+  echo "installing ${pkgs[*]} (Debian packages; about a minute for python3-torch)"
+  export DEBIAN_FRONTEND=noninteractive
+  { apt-get install -y -qq --no-install-recommends "${pkgs[@]}" ||
+    { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${pkgs[@]}"; }; } \
+    > /dev/null 2>&1 || { echo "skip: apt-get install ${pkgs[*]} failed"; exit 77; }
+  /usr/bin/python3 -c "import torch, mpi4py" ||
+    { echo "skip: installed, but /usr/bin/python3 cannot import torch and mpi4py"; exit 77; }
+fi
+PY=/usr/bin/python3
+echo "torch $($PY -c 'import torch; print(torch.__version__)')"
+
+make_workdir realfw
+CFG="$SRC/configs/realfw-llama-small.json"
+SETS=(--set model.scale=0.05)
+# The drop-caches step needs root; elsewhere both sides use fadvise.
+[ -w /proc/sys/vm/drop_caches ] || SETS+=(--set cache=fadvise)
+cache_opt=(--cache drop-caches)
+[ -w /proc/sys/vm/drop_caches ] || cache_opt=(--cache fadvise)
+TRACE=(strace -f -y -qq -e trace=%file,%desc)
+
+# case NAME FSYNCS REALFW_ARGS -- REPLAY_ARGS
+case_run() {
+  local name="$1" fsyncs="$2"
+  shift 2
+  local real_args=() replay_args=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do real_args+=("$1"); shift; done
+  shift
+  replay_args=("$@")
+  local d="$work/$name"
+  mkdir -p "$d/real" "$d/replay"
+  if ! "${TRACE[@]}" -o "$d/real.trace" "${MPI[@]}" "$PY" "$SRC/scripts/realfw.py" \
+    --framework torch-save --binary "$BIN" -c "$CFG" "${SETS[@]}" "${cache_opt[@]}" \
+    "${real_args[@]}" --target "$d/real" -o "$d/real.json" --keep --quiet > "$d/real.log" 2>&1; then
+    bad "$name: realfw.py failed: $(tail -5 "$d/real.log")"
+    return
+  fi
+  if ! "${TRACE[@]}" -o "$d/replay.trace" "${MPI[@]}" "$BIN" run -c "$CFG" "${SETS[@]}" \
+    --set keep=true "${replay_args[@]}" -t "$d/replay" -o "$d/replay.json" -q > "$d/replay.log" 2>&1; then
+    bad "$name: ckptbench run failed: $(tail -5 "$d/replay.log")"
+    return
+  fi
+  local rdir pdir
+  rdir="$(echo "$d"/real/realfw-*/point-001/rep-01)"
+  pdir="$(echo "$d"/replay/ckptbench-*/point-001/rep-01)"
+  [ -d "$rdir" ] && [ -d "$pdir" ] || { bad "$name: no point directory ($rdir, $pdir)"; return; }
+  local out
+  if out="$("$PY" "$SRC/scripts/strace_io.py" compare "$d/real.trace" "$rdir" \
+    "$d/replay.trace" "$pdir" --tolerance 0.10 --size-slack 4096 --expect-fsync "$fsyncs" 2>&1)"; then
+    ok "$name: the replay's requests match torch.save's"
+  else
+    bad "$name: the replay's requests differ from torch.save's"
+  fi
+  echo "$out" | sed 's/^/      /'
+  # The same tensor bytes on both sides, and the reports say what ran.
+  local real_bytes replay_bytes
+  real_bytes="$(jq_py "$d/real.json" 'd["points"][0]["repetitions"][0]["save"]["bytes"]')"
+  replay_bytes="$(jq_py "$d/replay.json" 'd["points"][0]["plan"]["payload_bytes"]')"
+  if [ -n "$real_bytes" ] && [ "$real_bytes" = "$replay_bytes" ]; then
+    ok "$name: tensor bytes equal ($real_bytes)"
+  else
+    bad "$name: tensor bytes: real '$real_bytes', replay '$replay_bytes'"
+  fi
+  local fw
+  fw="$(jq_py "$d/real.json" 'd["framework"]["name"] + " " + d["framework"]["version"]')"
+  case "$fw" in "torch.save 1."* | "torch.save 2."*) ok "$name: realfw report names $fw" ;;
+    *) bad "$name: realfw report's framework: '$fw'" ;; esac
+  if "$PY" -c 'import json, sys, jsonschema
+s = json.load(open(sys.argv[1]))
+for r in sys.argv[2:]: jsonschema.validate(json.load(open(r)), s)' \
+    "$SRC/docs/report.schema.json" "$d/real.json" "$d/replay.json" 2> "$d/schema.err"; then
+    ok "$name: both reports validate against docs/report.schema.json"
+  else
+    bad "$name: schema: $(tail -3 "$d/schema.err")"
+  fi
+  local framing
+  framing="$(jq_py "$d/replay.json" 'd["points"][0]["config"]["framing"]')"
+  [ "$framing" = "torch-zip" ] && ok "$name: the replay's report records framing torch-zip" ||
+    bad "$name: replay framing '$framing'"
+}
+
+case_run torch-save 0 --
+case_run torch-save-fsync 4 --fsync -- --set sync=file
+
+summary test_realfw
