@@ -11,7 +11,7 @@
 #   ckpt::uring    liburing                           (CKPT_WITH_IO_URING=ON)
 #   URING_VERSION  liburing's version for src/version.hpp.in ("unknown" when nobody says)
 #   GTest::gtest                                      (CKPT_BUILD_TESTS=ON)
-#   CLI11::CLI11, nlohmann_json::nlohmann_json, Threads::Threads
+#   CLI11::CLI11, nlohmann_json::nlohmann_json, Threads::Threads, ZLIB::ZLIB
 # An option that is ON whose dependency is missing stops the configuration with a message that
 # names the option to turn off.
 
@@ -156,6 +156,8 @@ endif()
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(Threads REQUIRED)
+# zlib: the CRC-32 of torch.save's records (framework_cpu, src/driver.cpp); Debian zlib1g-dev.
+find_package(ZLIB REQUIRED)
 if(CKPT_BUILD_TESTS)
   find_package(GTest)
   if(NOT GTest_FOUND)

@@ -25,7 +25,7 @@ pkgs=(build-essential cmake pkg-config git
       libopenmpi-dev openmpi-bin
       liburing-dev
       libhdf5-openmpi-dev hdf5-tools
-      libcli11-dev nlohmann-json3-dev libgtest-dev
+      libcli11-dev nlohmann-json3-dev libgtest-dev zlib1g-dev
       fio python3 python3-jsonschema)
 if [ $with_plots -eq 1 ]; then
   pkgs+=(python3-matplotlib)

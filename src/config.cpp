@@ -51,7 +51,8 @@ const std::vector<std::string>& point_keys() {
         "direct",         "sync",        "align",         "preallocate", "cache",
         "stripe_count",   "stripe_size", "stripe_pool",   "preset",      "dcp",
         "region_align",   "save_mode",   "staging_bytes", "compute_s",   "compute_kind",
-        "checkpoints",    "keep_last",   "restore",       "object_size", "framing"};
+        "checkpoints",    "keep_last",   "restore",       "object_size", "framing",
+        "framework_cpu"};
     for (const auto& b : backend_registry()) v.push_back(b.name);
     return v;
   }();
@@ -68,6 +69,7 @@ const std::vector<Preset>& presets() {
        "restored in torch.load's order (end records and central directory first)",
        {{"layout", "aggregated-rank"},
         {"framing", "torch-zip"},
+        {"framework_cpu", true},
         {"preallocate", false},
         {"backend", "posix"},
         {"direct", false},
@@ -326,6 +328,11 @@ PointConfig parse_point(const json& pj_in) {
   p.preallocate = r.boolean("preallocate", true);
   const std::string framing = r.choice("framing", "none", {"none", "torch-zip"});
   p.layout.framing = parse_framing(framing);
+  p.framework_cpu = r.boolean("framework_cpu", false);
+  if (p.framework_cpu && p.layout.framing == Framing::none)
+    throw ConfigError(
+        "'framework_cpu': models the CPU work of torch.save's stream (a CRC-32 over "
+        "each record); it needs framing \"torch-zip\"");
   if (p.layout.framing != Framing::none && p.direct)
     throw ConfigError(
         "'framing': torch-zip replays torch.save's buffered stream (requests at any "
@@ -498,6 +505,7 @@ PointConfig parse_point(const json& pj_in) {
       p.region_align == PointConfig::kRegionAlignAuto ? json("auto") : json(p.region_align);
   res["preallocate"] = p.preallocate;
   res["framing"] = framing;
+  res["framework_cpu"] = p.framework_cpu;
   res["cache"] = cache;
   res["stripe_count"] = p.stripe_count;
   res["stripe_size"] = p.stripe_size;

@@ -89,6 +89,8 @@ const char* step_name(Step s) {
       return "sync";
     case Step::close:
       return "close";
+    case Step::cpu:
+      return "cpu";
   }
   return "?";
 }

@@ -56,6 +56,9 @@ struct PointConfig {
   static constexpr uint64_t kRegionAlignAuto = ~uint64_t{0};
   uint64_t region_align = kRegionAlignAuto;
   bool preallocate = true;
+  // Framework CPU work on the save path, modelled and timed apart (steps.cpu_s): with framing
+  // torch-zip, the CRC-32 torch.save computes over each record's data before writing it.
+  bool framework_cpu = false;
   CacheMode cache = CacheMode::auto_;
   int stripe_count = 0;  // 0 = unset (Lustre only)
   uint64_t stripe_size = 0;

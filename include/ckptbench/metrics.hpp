@@ -47,8 +47,10 @@ class LatencyHistogram {
   uint64_t max_ = 0;
 };
 
-enum class Step { open = 0, io = 1, sync = 2, close = 3 };
-inline constexpr int kSteps = 4;
+// cpu: modelled framework CPU work on the save path (framework_cpu: torch.save's CRC-32 per
+// record), timed apart from the storage steps.
+enum class Step { open = 0, io = 1, sync = 2, close = 3, cpu = 4 };
+inline constexpr int kSteps = 5;
 const char* step_name(Step s);
 
 // Per-phase counters with one meaning for every backend (docs/metrics.md, "counters"); reduced
