@@ -18,6 +18,21 @@ about 1 in 20 comparisons of identical setups is flagged by chance; the text out
 many to expect when it tested several. Repetitions of one run share the machine's state, so a
 difference that matters should hold on a re-run.
 
+Real against replay. Given one report of scripts/realfw.py (tool.name "ckptbench-realfw": the
+real PyTorch save/restore) and one ckptbench report (the replay of the same config), in either
+order, compare.py shows the two side by side instead:
+
+    scripts/compare.py REAL.json REPLAY.json [--json]      (or REPLAY.json REAL.json)
+
+Points are paired on their plan (the same payload bytes, files and file bytes; a lone point on
+each side is paired whatever its plan, with a note). For each phase (save, restore): the real and
+the replay time (the phase's elapsed_s, i.e. the slowest rank, median over the repetitions), the
+ratio replay/real (above 1: the replay takes longer), and where the replay's time goes: each of
+its steps (steps.<name>.mean, the mean over ranks, median over the repetitions), open_s, io_s,
+sync_s and close_s summed as storage, then the modelled framework work (cpu_s, source_s) and any
+other step the report has; those a report lacks are left out. The real side's steps (io_s, and
+sync_s with realfw.py --fsync) follow. --match does not apply here.
+
 Exit status: 0 when the comparison was printed (also when nothing matched), 2 on an unreadable
 file, a document that is not a ckptbench report, or reports of different schema_version.
 Standard library only (and scripts/ckptreport.py next to this script).
@@ -31,7 +46,7 @@ import statistics
 import sys
 
 try:
-    from ckptreport import PHASES, RUN_SPECIFIC_KEYS, num, rep_values
+    from ckptreport import PHASES, RUN_SPECIFIC_KEYS, get, num, phase_reps, rep_values
     from ckptreport import ReportError as Fail
     from ckptreport import load_report, phase_bandwidth as bandwidth
 except ImportError:
@@ -219,16 +234,217 @@ def no_match_hint(mode):
             "params as a point of A")
 
 
+# ---------------------------------------------------------------- real against replay
+
+REALFW_TOOL = "ckptbench-realfw"
+# The replay's steps in print order: storage (summed), then the modelled framework work.
+STORAGE_STEPS = ("open_s", "io_s", "sync_s", "close_s")
+FRAMEWORK_STEPS = ("cpu_s", "source_s")
+# Plan keys that say two points are the same checkpoint (realfw.py copies ckptbench's plan).
+PLAN_KEYS = ("payload_bytes", "files", "file_bytes")
+
+
+def tool_name(doc):
+    t = doc.get("tool")
+    return t.get("name") if isinstance(t, dict) else None
+
+
+def is_realfw(doc):
+    return tool_name(doc) == REALFW_TOOL
+
+
+def plan_key(point):
+    plan = point.get("plan")
+    if not isinstance(plan, dict) or any(num(plan.get(k)) is None for k in PLAN_KEYS):
+        return None
+    return tuple(num(plan[k]) for k in PLAN_KEYS)
+
+
+def plan_text(point):
+    k = plan_key(point)
+    if k is None:
+        return "no plan"
+    return f"payload {int(k[0])} B, {int(k[1])} files, {int(k[2])} file bytes"
+
+
+def median_or_none(vals):
+    return statistics.median(vals) if vals else None
+
+
+def step_names(point, phase):
+    """The steps (name ending in _s with a mean over ranks) of any repetition of the phase."""
+    names = set()
+    for r in phase_reps(point, phase):
+        steps = r.get("steps")
+        if isinstance(steps, dict):
+            names.update(k for k, v in steps.items()
+                         if isinstance(v, dict) and num(v.get("mean")) is not None)
+    return names
+
+
+def ordered_steps(names, first):
+    return [s for s in first if s in names] + sorted(n for n in names if n not in first)
+
+
+def phase_split(point, phase, first, storage=False):
+    """{step: median over repetitions of its mean over ranks}, in the order first, then any
+    other step; with storage, storage_s first (the sum of the storage steps per repetition,
+    median over repetitions) when the report has any of them."""
+    names = step_names(point, phase)
+    out = {n: median_or_none(rep_values(point, phase, "steps", n, "mean"))
+           for n in ordered_steps(names, first)}
+    if not names:
+        return {}
+    rank = median_or_none(rep_values(point, phase, "rank_time_s", "mean"))
+    if rank is not None:
+        out = dict({"rank_mean_s": rank}, **out)
+    if storage and names & set(STORAGE_STEPS):
+        sums = []
+        for r in phase_reps(point, phase):
+            vals = [num(get(r, "steps", n, "mean")) for n in STORAGE_STEPS if n in names]
+            if all(v is not None for v in vals):
+                sums.append(sum(vals))
+        out = dict({"storage_s": median_or_none(sums)}, **out)
+        if "rank_mean_s" in out:  # the rank time first
+            out = dict({"rank_mean_s": out.pop("rank_mean_s")}, **out)
+    return out
+
+
+def pair_points(real_pts, replay_pts):
+    """[(real point, replay point, how)] and the points left over on each side."""
+    pairs, used = [], set()
+    left_real = []
+    for p in real_pts:
+        k = plan_key(p)
+        cands = [j for j, q in enumerate(replay_pts) if j not in used and k is not None
+                 and plan_key(q) == k]
+        same_index = [j for j in cands if replay_pts[j].get("index") == p.get("index")]
+        if cands:
+            j = (same_index or cands)[0]
+            used.add(j)
+            pairs.append((p, replay_pts[j], "plan"))
+        else:
+            left_real.append(p)
+    if len(real_pts) == 1 and len(replay_pts) == 1 and left_real:
+        p, q = real_pts[0], replay_pts[0]
+        pairs.append((p, q, f"the only point on each side; the plans differ (real: "
+                            f"{plan_text(p)}; replay: {plan_text(q)})"))
+        used.add(0)
+        left_real = []
+    return pairs, left_real, [q for j, q in enumerate(replay_pts) if j not in used]
+
+
+def fmt_s(v):
+    return "-" if v is None else f"{v:.4f}"
+
+
+def short_step(name):
+    if name == "rank_mean_s":
+        return "rank mean"
+    return name[:-2] if name.endswith("_s") else name
+
+
+def report_desc(doc):
+    tool = doc.get("tool") if isinstance(doc.get("tool"), dict) else {}
+    bits = [str(tool.get(k)) for k in ("name", "version") if tool.get(k) is not None]
+    if tool.get("git"):
+        bits.append(f"({tool['git']})")
+    fw = doc.get("framework")
+    if isinstance(fw, dict) and fw.get("name"):
+        extra = f"{fw['name']} {fw.get('version', '')}".strip()
+        if fw.get("file_mode"):
+            extra += f", file mode {fw['file_mode']}"
+        if "fsync" in fw:
+            extra += ", fsync per file" if fw["fsync"] else ", no fsync"
+        bits.append(f"[{extra}]")
+    return " ".join(bits) or "unknown tool"
+
+
+def real_vs_replay(paths, docs, want_json):
+    """The real framework (realfw.py) against the replay (ckptbench), point by point."""
+    ri = 0 if is_realfw(docs[0]) else 1
+    real, replay = docs[ri], docs[1 - ri]
+    real_path, replay_path = paths[ri], paths[1 - ri]
+    pairs, left_real, left_replay = pair_points(usable_points(real), usable_points(replay))
+    rows = []
+    for p, q, how in pairs:
+        row = {"point": point_label(q), "real_index": p.get("index"),
+               "replay_index": q.get("index"), "matched_on": how, "phases": {}}
+        for phase in PHASES:
+            rt = median_or_none(rep_values(p, phase, "elapsed_s"))
+            qt = median_or_none(rep_values(q, phase, "elapsed_s"))
+            row["phases"][phase] = {
+                "real_s": rt, "replay_s": qt,
+                "ratio": qt / rt if rt and qt is not None else None,
+                "n_real": len(rep_values(p, phase, "elapsed_s")),
+                "n_replay": len(rep_values(q, phase, "elapsed_s")),
+                "replay_steps": phase_split(q, phase, STORAGE_STEPS + FRAMEWORK_STEPS, True),
+                "real_steps": phase_split(p, phase, ("io_s", "sync_s")),
+            }
+        rows.append(row)
+
+    if want_json:
+        out = {"mode": "real-vs-replay", "reports": {"real": real_path, "replay": replay_path},
+               "schema_version": real.get("schema_version"),
+               "time": "elapsed_s of the phase (slowest rank), median over repetitions",
+               "steps": "steps.<name>.mean (mean over ranks), median over repetitions; "
+                        "storage_s = open_s + io_s + sync_s + close_s; rank_mean_s = "
+                        "rank_time_s.mean",
+               "points": [dict({k: v for k, v in r.items() if k != "phases"}, **r["phases"])
+                          for r in rows],
+               "unmatched": {"real": [point_label(p) for p in left_real],
+                             "replay": [point_label(q) for q in left_replay]}}
+        print(json.dumps(out, indent=2))
+        return 0
+
+    print(f"real:   {os.path.basename(real_path)}: {report_desc(real)}")
+    print(f"replay: {os.path.basename(replay_path)}: {report_desc(replay)}")
+    print("times in s: the phase's elapsed_s (slowest rank), median over n repetitions; "
+          "ratio = replay/real (above 1: the replay takes longer)")
+    print("split: each step's mean over ranks, median over the repetitions; rank mean = the "
+          "ranks' mean phase time; replay storage = open + io + sync + close, cpu/source = "
+          "modelled framework work; '-': not in the report")
+    if not rows:
+        print("no matching points: no replay point has the plan (payload, files, file bytes) of "
+              "a real point")
+    for r in rows:
+        note = "" if r["matched_on"] == "plan" else f"  (paired as {r['matched_on']})"
+        print(f"\n[{r['replay_index']}] {r['point']}{note}")
+        print(f"  {'phase':<8}{'real s':>10}{'replay s':>10}{'replay/real':>13}{'n real/replay':>15}")
+        for phase, c in r["phases"].items():
+            rt = "-" if c["ratio"] is None else f"{c['ratio']:.3f}"
+            print(f"  {phase:<8}{fmt_s(c['real_s']):>10}{fmt_s(c['replay_s']):>10}{rt:>13}"
+                  f"{str(c['n_real']) + '/' + str(c['n_replay']):>15}")
+        for side, key in (("replay", "replay_steps"), ("real", "real_steps")):
+            names = []
+            for c in r["phases"].values():
+                names += [n for n in c[key] if n not in names]
+            if not names:
+                print(f"  {side} split: no steps in the report")
+                continue
+            print(f"  {side} split, s:")
+            print(f"  {'phase':<8}" + "".join(f"{short_step(n):>10}" for n in names))
+            for phase, c in r["phases"].items():
+                print(f"  {phase:<8}" + "".join(f"{fmt_s(c[key].get(n)):>10}" for n in names))
+    if left_real:
+        print("\nreal points with no match: " + "; ".join(point_label(p) for p in left_real))
+    if left_replay:
+        print("\nreplay points with no match: " + "; ".join(point_label(q) for q in left_replay))
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(
         description="Compare ckptbench reports point by point: median save/restore bandwidth "
         f"side by side, ratios against the first report, and {TEST_NAME} (p < {ALPHA:g}) on "
         f"the repetitions (needs >= {MIN_REPS} repetitions per side).")
     ap.add_argument("reports", nargs="+", metavar="REPORT.json",
-                    help="two or more reports; the first is the baseline A")
-    ap.add_argument("--match", choices=("auto", "config", "params"), default="auto",
+                    help="two or more reports; the first is the baseline A. One realfw.py "
+                    "report and one ckptbench report (either order): real against replay")
+    ap.add_argument("--match", choices=("auto", "config", "params"), default=None,
                     help="match points on the resolved config minus run-specific keys, on the "
-                    "swept params, or config then params (default: auto)")
+                    "swept params, or config then params (default: auto; not used for real "
+                    "against replay, which pairs points on their plan)")
     ap.add_argument("--json", action="store_true", help="print the comparison as JSON")
     a = ap.parse_args(argv)
     if len(a.reports) < 2:
@@ -247,6 +463,13 @@ def main(argv=None):
                   "compared (re-run one of them with the same ckptbench version)",
                   file=sys.stderr)
             return 2
+    if len(docs) == 2 and is_realfw(docs[0]) != is_realfw(docs[1]):
+        if a.match is not None:
+            print(f"compare.py: note: --match {a.match} is not used for real against replay "
+                  "(points are paired on their plan)", file=sys.stderr)
+        return real_vs_replay(a.reports, docs, a.json)
+    if a.match is None:
+        a.match = "auto"
 
     names = [os.path.basename(p) for p in a.reports]
     letters = [chr(ord("A") + i) if i < 26 else f"R{i}" for i in range(len(a.reports))]

@@ -9,6 +9,9 @@
 #    "not enough repetitions" below that (and nothing called significant), matching on config
 #    and on params, no hint suggesting the --match mode given, exit 0; a schema_version mismatch
 #    and an unreadable file exit 2 with a clear message;
+#  - compare.py with a realfw.py report and a ckptbench report (either order): real against
+#    replay, points paired on their plan, the times, the ratio replay/real, the replay's split
+#    (storage = open + io + sync + close, cpu, source) and the real side's io/sync;
 #  - ckptreport.py csv: the header, one row per point x phase, values recomputed from the report.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 need_binary
@@ -314,7 +317,93 @@ for f in missing.json garbage.json; do
   else bad "compare.py on $f: exit $code: $out"; fi
 done
 
-# ---- 6. ckptreport.py csv
+# ---- 6. compare.py: real (scripts/realfw.py) against replay (ckptbench), crafted numbers
+# REAL: one point, 3 repetitions, save 1/3/2 s (median 2), restore 4 s; steps io_s (+ sync_s in
+# the save). REPLAY: point 1 has another plan, point 2 the real one's (paired on the plan, not
+# the index); save 3 s = open 0.1 + io 1.5 + sync 0.6 + close 0.05 (storage 2.25) + cpu 0.5 +
+# source 0.2, restore 2 s with open, io and close only.
+"$PY" - "$work" <<'EOF'
+import json, sys
+work = sys.argv[1]
+mmm = lambda v: {"min": v / 2, "mean": v, "max": v * 2}
+def ph(elapsed, rank_mean, **steps):
+    return {"elapsed_s": elapsed, "bandwidth_GiBps": 1.0, "bytes": 1000,
+            "rank_time_s": mmm(rank_mean), "steps": {k: mmm(v) for k, v in steps.items()}}
+plan = {"payload_bytes": 1000, "files": 4, "file_bytes": 1100}
+real = {"schema_version": 1, "status": "ok",
+        "tool": {"name": "ckptbench-realfw", "version": "0.1.0", "runner": "scripts/realfw.py"},
+        "framework": {"name": "torch.save", "version": "1.13.1", "fsync": True},
+        "points": [{"index": 1, "params": {}, "status": "ok", "plan": plan,
+                    "config": {"layout": "aggregated-rank"},
+                    "repetitions": [{"repetition": k + 1,
+                                     "save": ph(s, s - 0.5, io_s=s - 0.7, sync_s=0.2),
+                                     "restore": ph(4.0, 3.5, io_s=3.5)}
+                                    for k, s in enumerate((1.0, 3.0, 2.0))]}]}
+replay = {"schema_version": 1, "status": "ok", "tool": {"name": "ckptbench", "version": "0.1.0"},
+          "points": [{"index": i, "params": {}, "status": "ok",
+                      "plan": dict(plan, payload_bytes=1000 * i),
+                      "config": {"layout": "aggregated-rank", "backend": "posix"},
+                      "repetitions": [{"repetition": 1,
+                                       "save": ph(3.0, 2.9, open_s=0.1, io_s=1.5, sync_s=0.6,
+                                                  close_s=0.05, cpu_s=0.5, source_s=0.2),
+                                       "restore": ph(2.0, 1.8, open_s=0.25, io_s=1.5,
+                                                     close_s=0.05)}]} for i in (2, 1)]}
+json.dump(real, open(f"{work}/real.json", "w"))
+json.dump(replay, open(f"{work}/replay.json", "w"))
+EOF
+cat > "$work/rvr.py" <<'EOF'
+import json, sys
+d = json.loads(sys.stdin.read())
+assert d["mode"] == "real-vs-replay", d.get("mode")
+assert d["reports"]["real"].endswith("/real.json"), d["reports"]
+assert d["reports"]["replay"].endswith("/replay.json"), d["reports"]
+(p,) = d["points"]
+r = lambda x: None if x is None else round(x, 6)
+got = (p["replay_index"], p["matched_on"],
+       {ph: (r(p[ph]["real_s"]), r(p[ph]["replay_s"]), r(p[ph]["ratio"]), p[ph]["n_real"],
+             p[ph]["n_replay"], {k: r(v) for k, v in p[ph]["replay_steps"].items()},
+             {k: r(v) for k, v in p[ph]["real_steps"].items()}) for ph in ("save", "restore")})
+want = (1, "plan", {
+    "save": (2.0, 3.0, 1.5, 3, 1,
+             {"rank_mean_s": 2.9, "storage_s": 2.25, "open_s": 0.1, "io_s": 1.5, "sync_s": 0.6,
+              "close_s": 0.05, "cpu_s": 0.5, "source_s": 0.2},
+             {"rank_mean_s": 1.5, "io_s": 1.3, "sync_s": 0.2}),
+    "restore": (4.0, 2.0, 0.5, 3, 1,
+                {"rank_mean_s": 1.8, "storage_s": 1.8, "open_s": 0.25, "io_s": 1.5,
+                 "close_s": 0.05},
+                {"rank_mean_s": 3.5, "io_s": 3.5})})
+assert got == want, f"got {got}"
+assert d["unmatched"] == {"real": [], "replay": ["posix aggregated-rank"]}, d["unmatched"]
+print("real vs replay ok")
+EOF
+for order in "real.json replay.json" "replay.json real.json"; do
+  read -r first second <<< "$order"
+  out="$("$PY" "$SRC/scripts/compare.py" "$work/$first" "$work/$second" --json 2>&1)"; code=$?
+  check="$("$PY" "$work/rvr.py" <<< "$out" 2>&1)"
+  if [ "$code" -eq 0 ] && [ "$check" = "real vs replay ok" ]; then
+    ok "compare.py $first $second: real vs replay paired on the plan, ratio 1.500/0.500, storage 2.25 = open+io+sync+close, cpu, source, real io/sync"
+  else bad "compare.py $first $second (real vs replay): exit $code: $check / $out"; fi
+done
+out="$("$PY" "$SRC/scripts/compare.py" "$work/replay.json" "$work/real.json" --match config 2>&1)"; code=$?
+if [ "$code" -eq 0 ] && grep -q '^real:   real.json: ckptbench-realfw 0.1.0 \[torch.save 1.13.1, fsync per file\]' <<< "$out" &&
+   grep -qE '^  save +2\.0000 +3\.0000 +1\.500 +3/1$' <<< "$out" &&
+   grep -qE '^  restore +4\.0000 +2\.0000 +0\.500 +3/1$' <<< "$out" &&
+   grep -qE '^  phase +rank mean +storage +open +io +sync +close +cpu +source$' <<< "$out" &&
+   grep -qE '^  save +2\.9000 +2\.2500 +0\.1000 +1\.5000 +0\.6000 +0\.0500 +0\.5000 +0\.2000$' <<< "$out" &&
+   grep -qE '^  restore +1\.8000 +1\.8000 +0\.2500 +1\.5000 +- +0\.0500 +- +-$' <<< "$out" &&
+   grep -qE '^  phase +rank mean +io +sync$' <<< "$out" &&
+   grep -q 'note: --match config is not used for real against replay' <<< "$out" &&
+   grep -q '^replay points with no match: posix aggregated-rank' <<< "$out" &&
+   ! grep -qi "welch\|significant" <<< "$out"; then
+  ok "compare.py real vs replay text: times, ratio, the replay's split with '-' for missing steps, the real side's steps"
+else bad "compare.py real vs replay text: exit $code: $out"; fi
+# Two realfw reports are two reports like any others: the bandwidth comparison.
+out="$("$PY" "$SRC/scripts/compare.py" "$work/real.json" "$work/real.json" 2>&1)"; code=$?
+if [ "$code" -eq 0 ] && grep -q '^A: real.json' <<< "$out" && grep -qE '^  save .* 1\.000 ' <<< "$out"; then
+  ok "compare.py with two realfw reports keeps the bandwidth comparison"
+else bad "compare.py realfw vs realfw: exit $code: $out"; fi
+
+# ---- 7. ckptreport.py csv
 header='point,phase,status,params,model,world,layout,backend,direct,block_size,queue_depth,repetitions,bytes,files,bw_GiBps_min,bw_GiBps_median,bw_GiBps_max,bw_GiBps_mean,bw_GiBps_stddev,elapsed_s_median,iops_median,meta_ops_per_s_median,lat_p50_us_median,lat_p99_us_median,straggler_ratio_median'
 out="$("$PY" "$SRC/scripts/ckptreport.py" csv "$work/r.json" -o "$work/r.csv" 2>&1)"; code=$?
 if [ "$code" -eq 0 ] && [ "$(head -1 "$work/r.csv")" = "$header"$'\r' ]; then ok "ckptreport.py csv: the header, columns in order (CRLF)"
