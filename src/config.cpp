@@ -52,7 +52,7 @@ const std::vector<std::string>& point_keys() {
         "stripe_count",   "stripe_size", "stripe_pool",   "preset",      "dcp",
         "region_align",   "save_mode",   "staging_bytes", "compute_s",   "compute_kind",
         "checkpoints",    "keep_last",   "restore",       "object_size", "framing",
-        "framework_cpu"};
+        "framework_cpu",  "source"};
     for (const auto& b : backend_registry()) v.push_back(b.name);
     return v;
   }();
@@ -329,6 +329,8 @@ PointConfig parse_point(const json& pj_in) {
   const std::string framing = r.choice("framing", "none", {"none", "torch-zip"});
   p.layout.framing = parse_framing(framing);
   p.framework_cpu = r.boolean("framework_cpu", false);
+  const std::string source = r.choice("source", "pool", {"pool", "shard"});
+  p.source = parse_source(source);
   if (p.framework_cpu && p.layout.framing == Framing::none)
     throw ConfigError(
         "'framework_cpu': models the CPU work of torch.save's stream (a CRC-32 over "
@@ -423,6 +425,25 @@ PointConfig parse_point(const json& pj_in) {
         "'save_mode': \"async\" cannot be used with layout 'aggregated-node' (its node leader "
         "receives the other ranks' bytes over MPI while it writes; an asynchronous flush of "
         "staged bytes is modelled per rank): use 'aggregated-rank' or 'shared-file'");
+  if (p.source == SourceMode::shard) {
+    auto refuse = [](const std::string& why) {
+      throw ConfigError(
+          "'source': \"shard\" (the rank's whole state resident in memory, each "
+          "file written from and read into it) " +
+          why + "; use \"pool\"");
+    };
+    const LayoutKind k = p.layout.kind;
+    if (k == LayoutKind::shared_file || k == LayoutKind::aggregated_node ||
+        p.layout.ranks_per_file > 1)
+      refuse("needs files one rank writes, not layout '" + layout_name(k) + "'" +
+             (p.layout.ranks_per_file > 1 ? " with ranks_per_file > 1" : ""));
+    if (p.parallelism.emulate_world > 0)
+      refuse("would hold every emulated rank's state in one process (parallelism.emulate_world)");
+    if (p.save_mode == SaveMode::async)
+      refuse("does not combine with save_mode \"async\" (its staging memory is the source)");
+    if (p.restore.reshard || p.restore.method == RestoreMethod::mmap)
+      refuse("applies to the plain restore (read), not a resharded, weights-only or mmap one");
+  }
   if (p.restore.reshard) {
     const std::string what =
         p.restore.has_parallelism ? "'restore.parallelism'" : "'restore.weights_only'";
@@ -506,6 +527,7 @@ PointConfig parse_point(const json& pj_in) {
   res["preallocate"] = p.preallocate;
   res["framing"] = framing;
   res["framework_cpu"] = p.framework_cpu;
+  res["source"] = source;
   res["cache"] = cache;
   res["stripe_count"] = p.stripe_count;
   res["stripe_size"] = p.stripe_size;

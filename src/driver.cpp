@@ -231,6 +231,10 @@ class Driver {
 
   // Collective MPI-IO and HDF5: the transport moves each file in one call.
   void whole_files() {
+    if (ctx_.shard)
+      throw ConfigError(
+          "'source': \"shard\" needs a backend that transfers requests (posix, "
+          "io_uring, mpiio independent); this one moves whole files itself");
     for (size_t i : order_) {
       open_file(i);
       const double t0 = now_s();
@@ -281,9 +285,13 @@ class Driver {
         free.pop_back();
         Buffer& buf = ctx_.pool->at(s);
         std::byte* data = buf.data;
-        if (save_) {
+        if (ctx_.shard) {
+          data = ctx_.shard->at(f.id, t.offset);  // the state in memory, as the framework's
+        } else if (save_) {
           if (ctx_.data->waits_on_peer(f, t)) be_.flush();  // keep the device busy meanwhile
           data = ctx_.data->produce(f, t, buf);
+        }
+        if (save_) {
           if (ctx_.cfg->framework_cpu) framework_cpu(f, t, data);
         }
         info[s] = SlotInfo{i, t, now_ns(), false};
@@ -325,7 +333,14 @@ class Driver {
       while (!fifo.empty() && info[fifo.front()].complete) {
         const unsigned s = fifo.front();
         fifo.pop_front();
-        ctx_.data->consume(files_[info[s].file], info[s].t, ctx_.pool->at(s));
+        const FileSpec& cf = files_[info[s].file];
+        if (ctx_.shard) {
+          // Verify where the bytes landed: a view of the rank's memory, not a pool buffer.
+          Buffer view{ctx_.shard->at(cf.id, info[s].t.offset), info[s].t.len};
+          ctx_.data->consume(cf, info[s].t, view);
+        } else {
+          ctx_.data->consume(cf, info[s].t, ctx_.pool->at(s));
+        }
         free.push_back(s);
       }
     }

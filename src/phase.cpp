@@ -10,6 +10,7 @@
 #include "ckptbench/fault.hpp"
 #include "ckptbench/lifecycle.hpp"
 #include "ckptbench/progress.hpp"
+#include "ckptbench/source.hpp"
 
 namespace ckpt {
 
@@ -34,6 +35,18 @@ PhaseResult run_phase(RunState& rs, PointRun& pt, Phase phase, const RankIo& io,
   // Untimed: every buffer holds the pattern's base again, so a save stages its transfers by
   // writing stamps only.
   if (phase == Phase::save) pt.pool->prefill(*pt.pattern);
+  // source "shard": the state in memory, filled once per point (untimed); a restore reads into
+  // fresh memory mapped here and unmapped after the clock stops.
+  std::unique_ptr<ShardMemory> fresh;
+  if (pt.pc.source == SourceMode::shard) {
+    if (phase == Phase::save) {
+      if (!pt.shard_save) pt.shard_save = std::make_unique<ShardMemory>(io, pt.pattern.get());
+      ctx.shard = pt.shard_save.get();
+    } else {
+      fresh = std::make_unique<ShardMemory>(io, nullptr);
+      ctx.shard = fresh.get();
+    }
+  }
   const char* pname = phase == Phase::save ? "save" : "restore";
   dp.begin_phase(phase, &rs.agree.stall, fault_transfer(pt.index, rep + 1, pname, rs.rank));
   // Backs off and is guarded against a stalled rank; then a plain barrier, which releases the

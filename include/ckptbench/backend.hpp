@@ -53,6 +53,9 @@ struct PhaseContext {
   PhaseRecorder* rec = nullptr;
   uint64_t align = 4096;   // extent offset alignment of the layout (>= dio_align)
   uint64_t dio_align = 0;  // the file system's O_DIRECT offset/length alignment (0: = align)
+  // source "shard": the rank's files in memory, written from (save) or read into (restore)
+  // instead of the pool's buffers (source.hpp); null with source "pool".
+  const ShardMemory* shard = nullptr;
   // Verification is the data path's (DataPath::consume); cache defeat before a restore (fadvise,
   // drop-caches) is done outside the timed phase; transports only honour cfg->direct.
 };

@@ -8,6 +8,7 @@
 #include "ckptbench/layout.hpp"
 #include "ckptbench/model.hpp"
 #include "ckptbench/sharding.hpp"
+#include "ckptbench/source.hpp"
 #include "ckptbench/transfer.hpp"
 
 namespace ckpt {
@@ -59,6 +60,7 @@ struct PointConfig {
   // Framework CPU work on the save path, modelled and timed apart (steps.cpu_s): with framing
   // torch-zip, the CRC-32 torch.save computes over each record's data before writing it.
   bool framework_cpu = false;
+  SourceMode source = SourceMode::pool;  // source.hpp
   CacheMode cache = CacheMode::auto_;
   int stripe_count = 0;  // 0 = unset (Lustre only)
   uint64_t stripe_size = 0;

@@ -137,6 +137,7 @@ struct RunState {
 // One point as it runs.
 struct PointRun {
   PointRun(const PointConfig& p, int i) : pc(p), index(i) {}
+  std::unique_ptr<ShardMemory> shard_save;  // source "shard": the state saves write from
   const PointConfig& pc;
   int index = 0;  // 1-based
   uint64_t align = 4096;

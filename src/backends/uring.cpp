@@ -735,7 +735,12 @@ BackendFactory uring_backend() {
   f.library = [] {
     return std::make_pair(std::string("liburing_version"), std::string(kLiburingVersion));
   };
-  f.validate = [](const PointConfig& p) { (void)parse_options(p); };
+  f.validate = [](const PointConfig& p) {
+    if (parse_options(p).fixed_buffers && p.source == SourceMode::shard)
+      throw ConfigError(
+          "io_uring.fixed_buffers: registered buffers are the pool's; with 'source' \"shard\" "
+          "the requests come from the rank's state in memory: set fixed_buffers false");
+  };
   f.option_keys = option_table().keys();
   f.create = [](const PointConfig& p) -> std::unique_ptr<Backend> {
     return std::make_unique<UringBackend>(p);

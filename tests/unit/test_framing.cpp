@@ -175,3 +175,28 @@ TEST(Framing, RefusedWhereTorchSaveDoesNotWrite) {
   expect_config_error([] { framed_plan({{"direct", true}}); }, "direct=true");
   expect_config_error([] { framed_plan({{"framing", "zip"}}); }, "'framing'");
 }
+
+TEST(Framing, SourceShardRefusals) {
+  expect_config_error([] { framed_plan({{"source", "disk"}}); }, "'source'");
+  expect_config_error(
+      [] {
+        framed_plan({{"source", "shard"},
+                     {"layout", "shared-file"},
+                     {"framing", "none"},
+                     {"framework_cpu", false}});
+      },
+      "'source'");
+  expect_config_error(
+      [] {
+        framed_plan({{"source", "shard"}, {"save_mode", "async"}});
+      },
+      "'source'");
+  expect_config_error(
+      [] {
+        framed_plan(
+            {{"source", "shard"}, {"parallelism", {{"tp", 1}, {"dp", 1}, {"emulate_world", 8}}}});
+      },
+      "emulate_world");
+  expect_config_error([] { framed_plan({{"framing", "none"}}); }, "'framework_cpu'");
+  EXPECT_NO_THROW(framed_plan({{"source", "shard"}}));
+}
