@@ -116,10 +116,44 @@ class BufferedReaderModel {
 
 }  // namespace
 
-TorchZip torch_zip(const std::string& archive, const std::vector<ZipItem>& items,
-                   uint64_t read_buffer, uint64_t pickle_bytes) {
+namespace {
+
+// CPython's BufferedWriter (buffer: the file's st_blksize): a write that fits is buffered; one
+// that does not flushes the buffer first and, if larger than the buffer, goes out directly.
+class PyWriterModel {
+ public:
+  PyWriterModel(std::vector<Req>& out, uint64_t buf) : out_(out), b_(std::max<uint64_t>(buf, 1)) {}
+  void write(uint64_t n) {
+    if (buffered_ + n <= b_) {
+      buffered_ += n;
+      return;
+    }
+    flush();
+    if (n > b_)
+      emit(n);
+    else
+      buffered_ = n;
+  }
+  void flush() {
+    if (buffered_ > 0) emit(buffered_);
+    buffered_ = 0;
+  }
+
+ private:
+  void emit(uint64_t n) {
+    out_.push_back({pos_, n});
+    pos_ += n;
+  }
+  std::vector<Req>& out_;
+  uint64_t b_, pos_ = 0, buffered_ = 0;
+};
+
+// The archive's layout from `base` on, and the sizes of miniz's write calls in order.
+template <class Writer>
+TorchZip zip_layout(const std::string& archive, const std::vector<ZipItem>& items,
+                    uint64_t pickle_bytes, uint64_t base, Writer& w) {
   TorchZip z;
-  FilebufModel w(z.writes);
+  // Offsets inside the archive (miniz aligns to the archive's own cursor); `base` added at the end.
   uint64_t cur = 0, cdir = 0;
   // writeRecord (inline_container.cc): a local header whose extra field ("FB" + padding) puts
   // the data at a multiple of 64, the data, a data descriptor (miniz writes sizes after the data).
@@ -140,7 +174,7 @@ TorchZip torch_zip(const std::string& archive, const std::vector<ZipItem>& items
     return r;
   };
   const std::string pre = archive + "/";
-  z.pickle = record(pre + "data.pkl", pickle_bytes > 0 ? pickle_bytes : torch_pickle_bytes(items));
+  z.pickle = record(pre + "data.pkl", pickle_bytes);
   // _save: storages under their keys "0", "1", ... (state-dict order), written in sorted order.
   std::map<std::string, size_t> keys;
   for (size_t i = 0; i < items.size(); i++) keys[std::to_string(i)] = i;
@@ -153,21 +187,35 @@ TorchZip torch_zip(const std::string& archive, const std::vector<ZipItem>& items
   w.write(56);
   w.write(20);
   w.write(22);
-  w.close();
   z.size = cur + cdir + kEndRecords;
+  auto shift = [base](ZipRecord& r) {
+    r.header += base;
+    r.data += base;
+  };
+  shift(z.pickle);
+  shift(z.version);
+  for (auto& t : z.tensors) shift(t);
+  z.cdir += base;
+  return z;
+}
 
-  // torch.load: the zip check and the size (two reads at 0), miniz's search for the end record
-  // (a 4 KiB read at the end), the end records, the central directory; then each record's
-  // 30-byte local header and its data: version, data.pkl, the tensors in unpickling order.
-  BufferedReaderModel r(z.reads, read_buffer, z.size);
-  r.read(0, 4);
+// torch.load of the archive z (at its offsets) through the reader r: the zip check and the size
+// (two reads at its start), miniz's search for the end record (a 4 KiB read at the end), the end
+// records, the central directory; then each record's 30-byte local header and its data:
+// version, data.pkl, the tensors in unpickling order.
+void zip_load(const TorchZip& z, uint64_t base, BufferedReaderModel& r, bool locate_direct) {
+  const uint64_t end = base + z.size;
+  r.read(base, 4);
   r.drop();
-  r.read(0, 4);
+  r.read(base, 4);
   const uint64_t tail = std::min<uint64_t>(4096, z.size);
-  r.direct(z.size - tail, tail);
-  r.read(z.size - 22, 22);
-  r.read(z.size - 42, 20);
-  r.read(z.size - kEndRecords, 56);
+  if (locate_direct)
+    r.direct(end - tail, tail);
+  else
+    r.read(end - tail, tail);
+  r.read(end - 22, 22);
+  r.read(end - 42, 20);
+  r.read(end - kEndRecords, 56);
   r.read(z.cdir, z.cdir_len);
   auto load = [&](const ZipRecord& rec) {
     r.read(rec.header, kLocalHeader);
@@ -176,7 +224,58 @@ TorchZip torch_zip(const std::string& archive, const std::vector<ZipItem>& items
   load(z.version);
   load(z.pickle);
   for (const auto& t : z.tensors) load(t);
+}
+
+}  // namespace
+
+TorchZip torch_zip(const std::string& archive, const std::vector<ZipItem>& items,
+                   uint64_t read_buffer, uint64_t pickle_bytes) {
+  std::vector<Req> writes;
+  FilebufModel w(writes);
+  TorchZip z =
+      zip_layout(archive, items, pickle_bytes > 0 ? pickle_bytes : torch_pickle_bytes(items), 0, w);
+  w.close();
+  z.writes = std::move(writes);
+  BufferedReaderModel r(z.reads, read_buffer, z.size);
+  zip_load(z, 0, r, true);
   return z;
+}
+
+DcpFile dcp_file(const std::vector<ZipItem>& items, uint64_t buffer, uint64_t read_buffer) {
+  DcpFile f;
+  PyWriterModel w(f.writes, buffer);
+  std::vector<TorchZip> zips;
+  for (const auto& it : items) {
+    // torch.save(tensor, stream): an archive named "archive" holding one storage; the pickle of
+    // a lone tensor (159 bytes for a 1-D tensor in torch 1.13.1); _open_zipfile_writer_buffer
+    // flushes the stream when the archive is done.
+    zips.push_back(zip_layout("archive", {{it.bytes, 0}}, kDcpTensorPickleBytes, f.size, w));
+    w.flush();
+    f.data.push_back(zips.back().tensors[0].data);
+    f.size += zips.back().size;
+  }
+  // load_state_dict: each item through torch.load on a view of the file at the item's offset,
+  // one buffered reader for the file.
+  BufferedReaderModel r(f.reads, read_buffer, f.size);
+  uint64_t base = 0;
+  for (const auto& z : zips) {
+    // miniz's 4 KiB read at the archive's end: straight to the caller when the archive ends
+    // at the end of the file (one item per file), through the buffer otherwise - as strace
+    // shows for both file modes (docs/layouts.md).
+    zip_load(z, base, r, zips.size() == 1);
+    base += z.size;
+  }
+  return f;
+}
+
+uint64_t dcp_metadata_bytes(const std::vector<size_t>& fqn_lens, bool single_file) {
+  // pickle of Metadata: per item its FQN twice (state_dict_metadata, storage_data's
+  // MetadataIndex), the chunk's offsets and sizes, the storage's file name and offset/length.
+  // Fitted on torch 1.13.1 here: 165 items with 8,056 FQN bytes gave 46,282 bytes one file per
+  // item and 45,024 one file per rank (the file name is memoised).
+  uint64_t b = 1024;
+  for (size_t l : fqn_lens) b += 2 * l + (single_file ? 169 : 176);
+  return b;
 }
 
 }  // namespace ckpt

@@ -359,17 +359,24 @@ struct Builder {
     const LayoutKind k = in.layout.kind;
     const bool plain = k == LayoutKind::file_per_tensor || k == LayoutKind::file_per_shard ||
                        k == LayoutKind::aggregated_rank;
-    if (!plain && k != LayoutKind::deepspeed && k != LayoutKind::megatron && k != LayoutKind::dlio)
+    const bool dcp = k == LayoutKind::torch_dcp || k == LayoutKind::megatron_dist;
+    if (!plain && !dcp && k != LayoutKind::deepspeed && k != LayoutKind::megatron &&
+        k != LayoutKind::dlio)
       throw ConfigError(
           "'framing': torch-zip frames files that torch.save writes, one rank each: "
-          "layouts file-per-tensor, file-per-shard, aggregated-rank, deepspeed, "
-          "megatron, dlio; not '" +
+          "layouts file-per-tensor, file-per-shard, aggregated-rank, deepspeed, megatron, dlio, "
+          "torch-dcp, megatron-dist; not '" +
           layout_name(k) + "'");
     if (in.layout.chunk_size > 0)
       throw ConfigError("'framing': torch-zip writes each file whole; unset 'chunk_size'");
+    auto ends_with = [](const std::string& p, const std::string& x) {
+      return p.size() >= x.size() && p.compare(p.size() - x.size(), x.size(), x) == 0;
+    };
+    std::vector<size_t> fqns;  // DCP: every item's FQN length, for .metadata
     for (auto& f : files) {
       if (plain) f.torch_save = true;
-      if (!f.torch_save) continue;
+      const bool item_file = dcp && ends_with(f.path, ".distcp");
+      if (!f.torch_save && !item_file) continue;
       int writer = -1;
       std::vector<Extent> data;
       std::vector<ZipItem> items;
@@ -383,41 +390,67 @@ struct Builder {
         const Shard& s =
             plan.shards[static_cast<size_t>(e.vrank)].shards[static_cast<size_t>(e.shard)];
         items.push_back({e.length, shard_label(*in.model, s).size()});
+        // DCP keys carry the owner ("v<vrank>/" in scripts/realfw.py).
+        if (item_file) fqns.push_back(items.back().name_len + 3);
       }
-      TorchZip z =
-          torch_zip(torch_archive_name(f.path), items, 4096, torch_pickle_bytes(items) + f.objects);
-      // Data extents where the archive puts them, framing bytes (headers, descriptors, pickle,
-      // central directory) as extents without a shard between them.
-      std::vector<Extent> ex;
-      for (size_t i = 0; i < data.size(); i++) {
-        data[i].offset = z.tensors[i].data;
-        data[i].padded = data[i].length;
-        ex.push_back(data[i]);
+      std::vector<uint64_t> at;
+      uint64_t size = 0;
+      if (item_file) {
+        DcpFile d = dcp_file(items);
+        at = std::move(d.data);
+        size = d.size;
+        f.write_reqs = std::move(d.writes);
+        f.read_reqs = std::move(d.reads);
+      } else {
+        TorchZip z = torch_zip(torch_archive_name(f.path), items, 4096,
+                               torch_pickle_bytes(items) + f.objects);
+        for (const auto& t : z.tensors) at.push_back(t.data);
+        size = z.size;
+        f.write_reqs = std::move(z.writes);
+        f.read_reqs = std::move(z.reads);
       }
-      std::sort(ex.begin(), ex.end(),
-                [](const Extent& a, const Extent& b) { return a.offset < b.offset; });
-      std::vector<Extent> all;
-      uint64_t cur = 0;
-      auto gap = [&](uint64_t to) {
-        if (to <= cur) return;
-        Extent g;
-        g.offset = cur;
-        g.length = g.padded = to - cur;
-        g.source = writer;
-        all.push_back(g);
-      };
-      for (const auto& e : ex) {
-        gap(e.offset);
-        all.push_back(e);
-        cur = e.offset + e.length;
-      }
-      gap(z.size);
-      f.extents = std::move(all);
+      f.extents = tile(data, at, size, writer);
       f.index_writer = -1;
       f.index_len = 0;
-      f.write_reqs = std::move(z.writes);
-      f.read_reqs = std::move(z.reads);
     }
+    // The coordinator's .metadata: its size from the items (DCP pickles Metadata whole).
+    if (dcp)
+      for (auto& f : files)
+        if (f.path == ".metadata" || ends_with(f.path, "/.metadata")) {
+          const int writer = f.extents.empty() ? 0 : f.extents.front().source;
+          f.extents = tile({}, {}, dcp_metadata_bytes(fqns, in.layout.dcp_single_file), writer);
+        }
+  }
+
+  // Data extents at the offsets the framing gives them (`at`, in the order of `data`), the
+  // framing bytes (headers, descriptors, pickles, central directories) as extents without a
+  // shard between them: the file's bytes [0, size) tiled.
+  static std::vector<Extent> tile(std::vector<Extent> data, const std::vector<uint64_t>& at,
+                                  uint64_t size, int writer) {
+    for (size_t i = 0; i < data.size(); i++) {
+      data[i].offset = at[i];
+      data[i].padded = data[i].length;
+    }
+    std::sort(data.begin(), data.end(),
+              [](const Extent& a, const Extent& b) { return a.offset < b.offset; });
+    std::vector<Extent> all;
+    uint64_t cur = 0;
+    auto gap = [&](uint64_t to) {
+      if (to <= cur) return;
+      Extent g;
+      g.offset = cur;
+      g.length = g.padded = to - cur;
+      g.source = writer;
+      all.push_back(g);
+      cur = to;
+    };
+    for (const auto& e : data) {
+      gap(e.offset);
+      all.push_back(e);
+      cur = e.offset + e.length;
+    }
+    gap(size);
+    return all;
   }
 
   // Splits every file into chunk files of at most chunk_size bytes.

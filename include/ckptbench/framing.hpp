@@ -61,6 +61,23 @@ uint64_t torch_pickle_bytes(const std::vector<ZipItem>& items);
 TorchZip torch_zip(const std::string& archive, const std::vector<ZipItem>& items,
                    uint64_t read_buffer = 4096, uint64_t pickle_bytes = 0);
 
+// A file PyTorch DCP 1.13's FileSystemWriter writes (torch/distributed/_shard/checkpoint/
+// filesystem.py): each item is torch.save(tensor, stream) into the file's Python stream (one
+// archive "archive" per item, back to back; one item per file unless single_file_per_rank),
+// written through CPython's BufferedWriter of `buffer` bytes (st_blksize) flushed after each
+// item; restored item by item with torch.load on a view of the file.
+struct DcpFile {
+  uint64_t size = 0;
+  std::vector<uint64_t> data;  // each item's tensor data offset
+  std::vector<Req> writes, reads;
+};
+inline constexpr uint64_t kDcpTensorPickleBytes = 159;
+// read_buffer: the reader's buffer (8 KiB here: the reads strace shows are 8 KiB fills).
+DcpFile dcp_file(const std::vector<ZipItem>& items, uint64_t buffer = 4096,
+                 uint64_t read_buffer = 8192);
+// .metadata's bytes for items with these FQN lengths (fitted on torch 1.13.1, docs/layouts.md).
+uint64_t dcp_metadata_bytes(const std::vector<size_t>& fqn_lens, bool single_file);
+
 // The archive name torch.save uses for a path: its last component without the last extension.
 std::string torch_archive_name(const std::string& path);
 

@@ -170,7 +170,7 @@ TEST(Framing, TorchSavePresetPlan) {
 
 TEST(Framing, RefusedWhereTorchSaveDoesNotWrite) {
   expect_config_error([] { framed_plan({{"layout", "shared-file"}}); }, "'framing'");
-  expect_config_error([] { framed_plan({{"layout", "torch-dcp"}}); }, "'framing'");
+  expect_config_error([] { framed_plan({{"layout", "torchsnapshot"}}); }, "'framing'");
   expect_config_error([] { framed_plan({{"ranks_per_file", 2}}); }, "one writer");
   expect_config_error([] { framed_plan({{"direct", true}}); }, "direct=true");
   expect_config_error([] { framed_plan({{"framing", "zip"}}); }, "'framing'");
@@ -199,4 +199,59 @@ TEST(Framing, SourceShardRefusals) {
       "emulate_world");
   expect_config_error([] { framed_plan({{"framing", "none"}}); }, "'framework_cpu'");
   EXPECT_NO_THROW(framed_plan({{"source", "shard"}}));
+}
+
+// DCP 1.13, one file per rank: the first item of __1_0.distcp (3,276,800 bytes of data) as
+// zipfile lists it (data.pkl 159 bytes, data/0 header at 239, version at 3,277,136, the archive
+// ends at 3,277,547) and the writes strace showed (320, 3,276,800, 427: the item's head, its
+// data, its tail at the flush).
+TEST(Framing, DcpItemArchivesAsStraced) {
+  const DcpFile f = dcp_file({{3276800, 40}, {746648, 40}, {100, 40}});
+  EXPECT_EQ(f.data[0], 320u);
+  EXPECT_EQ(f.data[1], 3277547u + 320u);
+  ASSERT_GE(f.writes.size(), 4u);
+  EXPECT_EQ(f.writes[0].len, 320u);
+  EXPECT_EQ(f.writes[1].len, 3276800u);
+  EXPECT_EQ(f.writes[2].len, 427u);
+  EXPECT_EQ(f.writes[3].len, 320u);
+  uint64_t sum = 0;
+  for (const auto& w : f.writes) {
+    EXPECT_EQ(w.offset, sum);
+    sum += w.len;
+  }
+  EXPECT_EQ(sum, f.size);
+  // the small last item goes out in one write at its flush
+  EXPECT_LT(f.writes.back().len, 4096u);
+  for (const auto& r : f.reads) EXPECT_LE(r.offset + r.len, f.size);
+  EXPECT_GT(dcp_metadata_bytes({40, 40}, true), 1024u);
+}
+
+TEST(Framing, DcpPresetPlan) {
+  for (bool single : {false, true}) {
+    SCOPED_TRACE(single);
+    IoPlan plan = framed_plan({{"preset", "torch-dcp"},
+                               {"framing", "torch-zip"},
+                               {"dcp", {{"single_file_per_rank", single}}}});
+    uint64_t distcp = 0, meta = 0;
+    for (const auto& r : plan.ranks)
+      for (const auto& f : r.files) {
+        if (f.path == ".metadata") {
+          meta++;
+          continue;
+        }
+        distcp++;
+        EXPECT_FALSE(f.write_reqs.empty()) << f.path;
+        uint64_t cur = 0;
+        for (const auto& e : f.extents) {
+          EXPECT_EQ(e.offset, cur);
+          cur += e.length;
+        }
+        EXPECT_EQ(cur, f.size);
+      }
+    EXPECT_EQ(meta, 1u);
+    if (single)
+      EXPECT_EQ(distcp, 4u);
+    else
+      EXPECT_GT(distcp, 4u);
+  }
 }
