@@ -291,9 +291,7 @@ class Driver {
           if (ctx_.data->waits_on_peer(f, t)) be_.flush();  // keep the device busy meanwhile
           data = ctx_.data->produce(f, t, buf);
         }
-        if (save_) {
-          if (ctx_.cfg->framework_cpu) framework_cpu(f, t, data);
-        }
+        if (save_ && ctx_.cfg->framework_cpu) framework_cpu(f, t, data);
         info[s] = SlotInfo{i, t, now_ns(), false};
         be_.submit(i, s, t.offset, t.len, data);
         st_[i].outstanding++;

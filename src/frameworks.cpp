@@ -25,10 +25,6 @@ std::string fmt2(const char* f, long a, long b) {
   return buf;
 }
 
-uint64_t torch_save_meta(size_t tensors) {
-  return kTorchSaveFileBytes + kTorchSaveTensorBytes * static_cast<uint64_t>(tensors);
-}
-
 struct Ctx {
   const PlanInput& in;
   const std::vector<RankShards>& shards;

@@ -114,10 +114,6 @@ class BufferedReaderModel {
   uint64_t b_, size_, lo_ = 0, hi_ = 0;
 };
 
-}  // namespace
-
-namespace {
-
 // CPython's BufferedWriter (buffer: the file's st_blksize): a write that fits is buffered; one
 // that does not flushes the buffer first and, if larger than the buffer, goes out directly.
 class PyWriterModel {

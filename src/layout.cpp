@@ -313,7 +313,7 @@ struct Builder {
                           in.layout.kind == LayoutKind::dlio;
           if (ts && !ff.items.empty()) {
             f.torch_save = true;
-            const uint64_t own = kTorchSaveFileBytes + kTorchSaveTensorBytes * ff.items.size();
+            const uint64_t own = torch_save_meta(ff.items.size());
             f.objects = ff.meta_bytes > own ? ff.meta_bytes - own : 0;
           }
           if (!f.extents.empty()) files.push_back(std::move(f));

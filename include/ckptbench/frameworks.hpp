@@ -43,8 +43,12 @@ FwStructure framework_files(const PlanInput& in, const std::vector<RankShards>& 
 std::string escape_file_name(const std::string& name);
 
 // Estimates of the non-tensor bytes frameworks write (docs/layouts.md explains each).
-inline constexpr uint64_t kTorchSaveFileBytes = 1024;      // zip end records + pickle frame
-inline constexpr uint64_t kTorchSaveTensorBytes = 256;     // zip headers + pickle record + align
+inline constexpr uint64_t kTorchSaveFileBytes = 1024;   // zip end records + pickle frame
+inline constexpr uint64_t kTorchSaveTensorBytes = 256;  // zip headers + pickle record + align
+// torch.save's own bytes (zip records, pickle) in a file of `tensors` tensors, estimated.
+inline uint64_t torch_save_meta(size_t tensors) {
+  return kTorchSaveFileBytes + kTorchSaveTensorBytes * static_cast<uint64_t>(tensors);
+}
 inline constexpr uint64_t kTrainerStateBytes = 28 * 1024;  // args, RNG states, config, counters
 inline constexpr uint64_t kDeepSpeedRecoveryScriptBytes = 24177;  // zero_to_fp32.py (55e1ef9)
 inline constexpr uint64_t kDcpMetadataBaseBytes = 1024;
