@@ -50,9 +50,19 @@ void LiveLine::stop() {
 void print_repetition(const RunState& rs, const PointRun& pt, int rep, const PhaseResult* save,
                       const PhaseResult* restore) {
   if (!rs.say) return;
-  std::string line = "[" + std::to_string(pt.index) + "/" + std::to_string(rs.cfg.points.size()) +
-                     "] " + progress_params(pt.pc) + " rep " + std::to_string(rep + 1) + "/" +
-                     std::to_string(rs.cfg.repetitions) + ":";
+  // Appended piece by piece: `"[" + std::to_string(...)` trips GCC 12's -Wrestrict false
+  // positive (GCC bug 105329) at -O3, which breaks the Release build of scripts/demo.sh.
+  std::string line = "[";
+  line += std::to_string(pt.index);
+  line += '/';
+  line += std::to_string(rs.cfg.points.size());
+  line += "] ";
+  line += progress_params(pt.pc);
+  line += " rep ";
+  line += std::to_string(rep + 1);
+  line += '/';
+  line += std::to_string(rs.cfg.repetitions);
+  line += ':';
   char buf[160];
   if (save) {
     std::snprintf(buf, sizeof buf, " save %.3f GiB/s (%.3f s)", save->bandwidth_GiBps(),
