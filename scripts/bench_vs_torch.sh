@@ -32,12 +32,13 @@
 #   torch-save-fsync  --framework torch-save --fsync           | --set sync=file
 #   dcp-item          --framework dcp --dcp-file-mode item     | --set preset=torch-dcp
 #                                                                --set layout=torch-dcp
+#                                                                --set dcp.replicas=lowest-rank
 #                                                                --set dcp.single_file_per_rank=false
 #   dcp-rank          --framework dcp --dcp-file-mode rank     | the same with ...=true
 # A case's --set settings go to both sides (realfw.py gives them to `ckptbench plan`, which
 # decides the tensors each rank saves), so both handle the same checkpoint; the summary checks
-# that both plans have the same payload. The DCP cases are not yet replayed faithfully by
-# ckptbench: their ratios describe the gap, not the replay.
+# that both plans have the same payload. dcp.replicas=lowest-rank: torch 1.13's DCP saves the
+# replicated tensors from the coordinator.
 #
 # A pair is one run of each side, each a whole save + cache step + restore on fresh files;
 # odd pairs run the real side first, even pairs the replay first, so that drift over the run
@@ -71,8 +72,10 @@ case_sets() {
   case "$1" in
     torch-save) ;;
     torch-save-fsync) echo sync=file ;;
-    dcp-item) printf '%s\n' preset=torch-dcp layout=torch-dcp dcp.single_file_per_rank=false ;;
-    dcp-rank) printf '%s\n' preset=torch-dcp layout=torch-dcp dcp.single_file_per_rank=true ;;
+    dcp-item) printf '%s\n' preset=torch-dcp layout=torch-dcp dcp.replicas=lowest-rank \
+      dcp.single_file_per_rank=false ;;
+    dcp-rank) printf '%s\n' preset=torch-dcp layout=torch-dcp dcp.replicas=lowest-rank \
+      dcp.single_file_per_rank=true ;;
   esac
 }
 real_opts() {

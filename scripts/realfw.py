@@ -863,11 +863,16 @@ def init_process_group(hosts_distinct):
 
 def my_items(point, framework):
     """This rank's work. torch-save: [(relative path, [items])] of its files in plan order;
-    dcp: [items] of every file, those this rank writes."""
+    dcp: [items] of every file, those this rank writes. Items come in state-dict order (vrank,
+    then the item's place in that rank's state: `plan --items` lists them in file-offset order,
+    which a torch.save archive permutes into its records' key order)."""
+    def state_order(items):
+        return sorted(items, key=lambda it: (it["vrank"], it["shard"]))
     if framework == "torch-save":
-        return [(f["path"], f["items"]) for f in point["file_list"]
+        return [(f["path"], state_order(f["items"])) for f in point["file_list"]
                 if f.get("items") and f["writers"] == [RANK]]
-    return [it for f in point["file_list"] for it in f.get("items", []) if it["rank"] == RANK]
+    return state_order([it for f in point["file_list"] for it in f.get("items", [])
+                        if it["rank"] == RANK])
 
 
 def repetition(args, rep, st, tensors, work, node_comm):

@@ -15,7 +15,9 @@ the real framework (scripts/realfw.py) or ckptbench's replay - and compares two 
   - write and read request counts within the tolerance, and their size histograms (floor(log2)
     buckets) within it: half the sum of |a_k - b_k| over the larger count;
   - the bytes written equal up to the slack summed over files, the bytes read within tolerance;
-  - the sequence of fsync/fdatasync, rename and metadata-file writes: the same per file.
+  - the same files fsynced and renamed; a renamed file (DCP's .metadata.tmp) written after every
+    other file's last write, on both sides;
+  - the same set of files the reading processes read first (DCP: .metadata, on every rank).
 It exits 1 if a check fails. Only the standard library is used.
 """
 
@@ -57,6 +59,7 @@ def summary(trace, root):
     events = []  # (pid, kind, relpath) for fsync/rename, in trace order
     writes, reads = [], []
     wbytes = rbytes = 0
+    order = []  # (pid, "w"|"r", relpath) of every transfer, in trace order
     with open(trace, errors="replace") as fh:
         for ln in join_resumed(fh.read().splitlines()):
             m = LINE.match(ln)
@@ -65,6 +68,12 @@ def summary(trace, root):
             pid, call, args, ret = m.groups()
             if call == "rename" or call == "renameat" or call == "renameat2":
                 paths = re.findall(r'"([^"]*)"', args)
+                if call != "rename":
+                    # renameat(dirfd</dir>, "name", dirfd</dir>, "name"): names relative to the
+                    # directories strace -y shows.
+                    pairs = re.findall(r'(?:\d+|AT_FDCWD)(?:<([^>]*)>)?,\s*"([^"]*)"', args)
+                    paths = [n if n.startswith("/") or not d else os.path.join(d, n)
+                             for d, n in pairs]
                 if len(paths) == 2 and ret == "0" and any(p.startswith(root) for p in paths):
                     a, b = (os.path.relpath(p, root) if p.startswith(root) else p for p in paths)
                     events.append((pid, "rename", f"{a}->{b}"))
@@ -74,6 +83,8 @@ def summary(trace, root):
                 continue
             rel = fm.group(1)[len(root):]
             n = int(ret) if ret != "?" else -1
+            if call in (WRITES | READS) and n > 0:
+                order.append((pid, "w" if call in WRITES else "r", rel))
             if call in WRITES and n > 0:
                 writes.append(n)
                 wbytes += n
@@ -102,8 +113,29 @@ def summary(trace, root):
             h[k] = h.get(k, 0) + 1
         return dict(sorted(h.items(), key=lambda kv: int(kv[0][2:])))
 
+    # The order that matters for a commit record: was each renamed file written after every
+    # other file's last write, and which file does each reading process read first.
+    last_write = {}
+    first_write = {}
+    for i, (_, kind, rel) in enumerate(order):
+        if kind == "w":
+            last_write[rel] = i
+            first_write.setdefault(rel, i)
+    commit_last = {}
+    for e in events:
+        if e[1] == "rename":
+            a = e[2].split("->")[0]
+            others = [i for rel, i in last_write.items() if rel != a]
+            commit_last[a] = a in first_write and all(i < first_write[a] for i in others)
+    first_read = {}
+    for pid, kind, rel in order:
+        if kind == "r":
+            first_read.setdefault(pid, rel)
+
     return {
         "dir": root,
+        "commit_last": commit_last,
+        "first_reads": sorted(set(first_read.values())),
         "files": len(sizes),
         "sizes": dict(sorted(sizes.items())),
         "writes": len(writes), "write_bytes": wbytes, "write_histogram": hist(writes),
@@ -150,6 +182,13 @@ def compare(real, replay, tol, slack, expect_fsync, expect_rename):
         check(len(sa) == expect_fsync, f"fsyncs: {len(sa)} real, expected {expect_fsync}")
     check(sorted(real["renames"]) == sorted(replay["renames"]),
           f"renames: real {real['renames']}, replay {replay['renames']}")
+    if real["renames"] or replay["renames"]:
+        check(real["commit_last"] == replay["commit_last"] and all(real["commit_last"].values()),
+              f"renamed files written after every other file: real {real['commit_last']}, "
+              f"replay {replay['commit_last']}")
+    check(real["first_reads"] == replay["first_reads"],
+          f"first file each process reads: real {real['first_reads'][:6]}, "
+          f"replay {replay['first_reads'][:6]}")
     if expect_rename:
         check(len(real["renames"]) > 0, "the real framework renamed a file into place")
     return ok

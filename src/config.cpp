@@ -112,9 +112,14 @@ const std::vector<Preset>& presets() {
         {"transfer", "per-tensor"}}},
       {"torch-dcp",
        "torch.distributed.checkpoint FileSystemWriter: one __R_0.distcp file per rank "
-       "(replicated tensors deduplicated over ranks) plus .metadata, fsync per file "
-       "(sync_files=True)",
+       "(replicated tensors deduplicated over ranks), each item its own torch.save record "
+       "written through Python's buffered stream, fsync per file (sync_files=True), then the "
+       "coordinator's .metadata (.metadata.tmp, fsync, rename) after a collective; every rank "
+       "reads .metadata first on restore",
        {{"layout", "torch-dcp"},
+        {"framing", "torch-zip"},
+        {"framework_cpu", true},
+        {"preallocate", false},
         {"backend", "posix"},
         {"direct", false},
         {"sync", "file"},
@@ -360,12 +365,20 @@ PointConfig parse_point(const json& pj_in) {
     if (!dcp->is_object())
       throw ConfigError(
           "'dcp': expected an object {\"thread_count\": N, "
-          "\"single_file_per_rank\": true|false}, got " +
+          "\"single_file_per_rank\": true|false, \"replicas\": \"balanced\"|\"lowest-rank\"}, "
+          "got " +
           json_type_name(*dcp));
     ObjectReader d(*dcp, "dcp");
     d.allow("comment");
     p.layout.dcp_threads = static_cast<int>(d.integer("thread_count", 0, 1, 1024));
     p.layout.dcp_single_file = d.boolean("single_file_per_rank", true);
+    const std::string rep = d.choice("replicas", "balanced", {"balanced", "lowest-rank"});
+    if (rep != "balanced" && p.layout.kind == LayoutKind::megatron_dist)
+      throw ConfigError(
+          "'dcp.replicas': \"" + rep +
+          "\" applies to layout 'torch-dcp'; megatron-dist spreads replicated tensors over the "
+          "data-parallel ranks itself (its fully parallel save)");
+    p.layout.dcp_balanced = rep == "balanced";
     d.finish();
   }
   // Backend sections: only the chosen backend's section is parsed (by the backend's validate
@@ -513,7 +526,8 @@ PointConfig parse_point(const json& pj_in) {
     res["dcp"] = {{"thread_count", p.layout.dcp_threads > 0 ? p.layout.dcp_threads
                                    : p.layout.kind == LayoutKind::megatron_dist ? 2
                                                                                 : 1},
-                  {"single_file_per_rank", p.layout.dcp_single_file}};
+                  {"single_file_per_rank", p.layout.dcp_single_file},
+                  {"replicas", p.layout.dcp_balanced ? "balanced" : "lowest-rank"}};
   res["ranks_per_node"] = p.ranks_per_node;
   res["backend"] = p.backend;
   res["block_size"] = p.block_size;

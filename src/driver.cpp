@@ -9,6 +9,7 @@
 
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -17,7 +18,10 @@
 #include <deque>
 #include <optional>
 
+#include "ckptbench/agreement.hpp"
 #include "ckptbench/error.hpp"
+#include "ckptbench/fs.hpp"
+#include "ckptbench/transfer.hpp"
 
 namespace ckpt {
 
@@ -44,6 +48,13 @@ std::vector<size_t> files_in_id_order(const std::vector<FileSpec>& files) {
   for (size_t i = 0; i < v.size(); i++) v[i] = i;
   std::stable_sort(v.begin(), v.end(),
                    [&](size_t a, size_t b) { return files[a].id < files[b].id; });
+  return v;
+}
+
+std::vector<size_t> files_in_id_order(const std::vector<FileSpec>& files, bool commit) {
+  std::vector<size_t> v;
+  for (size_t i : files_in_id_order(files))
+    if (files[i].commit == commit) v.push_back(i);
   return v;
 }
 
@@ -77,29 +88,53 @@ class Driver {
         files_(ctx.io->files),
         save_(ctx.phase == Phase::save),
         caps_(be.caps(ctx)),
-        order_(files_in_id_order(files_)),
+        order_(files_in_id_order(files_, false)),
+        commits_(files_in_id_order(files_, true)),
+        meet_(ctx.plan != nullptr && ctx.plan->commit),
         st_(files_.size()),
         budget_(std::max<size_t>(1, std::min(fd_budget(), caps_.max_open))),
-        sync_(plan_sync(ctx.cfg->sync, save_, files_.size(), budget_)) {}
+        sync_(plan_sync(ctx.cfg->sync, save_, order_.size(), budget_)) {}
 
+  // A plan with commit records (FileSpec::commit, DCP's .metadata) runs in stages with the
+  // framework's collectives between them. Restore: the commit records, meet (load_state_dict's
+  // reduce_scatter of the plans), the data files. Save: the data files, meet (save_state_dict's
+  // all_reduce gathers every rank's results), the writer writes the commit records, meet (the
+  // all_reduce's broadcast). A rank that fails still meets the others and says so: they stop
+  // with PeerLeftError instead of waiting for it.
   void run() {
-    be_.begin(ctx_);
-    try {
+    be_.begin(ctx_);  // throwing, the caller attends the meetings (attend_missed_meetings)
+    std::exception_ptr err;
+    auto stage = [&](auto&& fn) {
+      if (err) return;
+      try {
+        fn();
+      } catch (...) {
+        err = std::current_exception();
+        be_.drain();
+        be_.abandon();
+        for (auto& s : st_)
+          if (s.created_fd >= 0) ::close(s.created_fd);
+      }
+    };
+    if (!save_) {
+      stage([&] { read_commits(); });
+      meet("after reading the commit records", err);
+    }
+    stage([&] {
       if (save_ && ctx_.plan != nullptr && ctx_.plan->any_shared) precreate();
       if (caps_.whole_file)
         whole_files();
       else
         stream();
       end_sync();
-    } catch (...) {
-      be_.drain();
-      be_.abandon();
-      for (auto& s : st_)
-        if (s.created_fd >= 0) ::close(s.created_fd);
-      be_.end(ctx_);
-      throw;
+    });
+    if (save_) {
+      meet("before writing the commit records", err);
+      stage([&] { write_commits(); });
+      meet("after writing the commit records", err);
     }
     be_.end(ctx_);
+    if (err) std::rethrow_exception(err);
   }
 
  private:
@@ -351,7 +386,9 @@ class Driver {
   const std::vector<FileSpec>& files_;
   const bool save_;
   const TransportCaps caps_;
-  const std::vector<size_t> order_;
+  const std::vector<size_t> order_;    // the data files (not commit records), in id order
+  const std::vector<size_t> commits_;  // the commit records this rank lists, in id order
+  const bool meet_;                    // the plan has commit records: the ranks meet
   std::vector<FileState> st_;
   const size_t budget_;
   const SyncPlan sync_;
@@ -360,6 +397,139 @@ class Driver {
   std::vector<size_t> parked_;
   double meta_s_ = 0;  // open/sync/close time spent inside the stream
   double cpu_s_ = 0;   // modelled framework CPU work inside the stream
+
+  // The framework's collective between stages: every rank says whether it failed; a rank that
+  // did not, but whose peer did, stops with PeerLeftError. Not part of any step's time.
+  void meet(const char* where, std::exception_ptr& err) {
+    if (!meet_) return;
+    const bool any = framework_meeting(ctx_, err != nullptr, where);
+    if (any && !err)
+      err = std::make_exception_ptr(
+          PeerLeftError(std::string("another rank failed before the framework's collective ") +
+                        where + " (commit records are written only when every rank succeeded)"));
+  }
+
+  int dir_fd(DirFd& hold) const {
+    if (ctx_.dirfd >= 0) return ctx_.dirfd;
+    hold = DirFd(ctx_.dir);
+    return hold.get();
+  }
+
+  // DCP's FileSystemWriter.finish (torch/distributed/_shard/checkpoint/filesystem.py in 1.13,
+  // torch/distributed/checkpoint/filesystem.py from 2.0): pickle.dump into <path>.tmp, fsync,
+  // close, rename to <path>. Plain POSIX calls whatever the backend (Python's file object).
+  void write_commits() {
+    DirFd hold;
+    const int dirfd = dir_fd(hold);
+    Buffer& buf = ctx_.pool->at(0);
+    for (size_t i : commits_) {
+      const FileSpec& f = files_[i];
+      if (!f.create) continue;
+      const std::string tmp = f.path + ".tmp", shown = ctx_.dir + "/" + tmp;
+      double t0 = now_s();
+      const int fd = open_beneath(dirfd, tmp, O_WRONLY | O_CREAT | O_CLOEXEC);
+      if (fd < 0) throw IoError("create '" + shown + "': " + beneath_error(-fd));
+      rec_.metadata();
+      rec_.count(Counter::files_created);
+      rec_.add_time(Step::open, now_s() - t0);
+      try {
+        t0 = now_s();
+        TransferCursor c(f, ctx_.cfg->block_size, ctx_.cfg->transfer, false);
+        Transfer t;
+        while (c.next(t)) {
+          const std::byte* data = ctx_.data->produce(f, t, buf);
+          const uint64_t n0 = now_ns();
+          for (uint64_t done = 0; done < t.len;) {
+            const ssize_t w =
+                ::pwrite(fd, data + done, t.len - done, static_cast<off_t>(t.offset + done));
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0)
+              throw_errno("write " + std::to_string(t.len) + " bytes at offset " +
+                              std::to_string(t.offset) + " of '" + shown + "'",
+                          w < 0 ? errno : ENOSPC);
+            done += static_cast<uint64_t>(w);
+          }
+          rec_.op(t.len, now_ns() - n0);
+        }
+        rec_.add_time(Step::io, now_s() - t0);
+        t0 = now_s();
+        if (::fsync(fd) != 0) throw_errno("fsync '" + shown + "'", errno);
+        rec_.sync_op();
+        rec_.add_time(Step::sync, now_s() - t0);
+      } catch (...) {
+        ::close(fd);
+        throw;
+      }
+      t0 = now_s();
+      if (::close(fd) != 0) throw_errno("close '" + shown + "'", errno);
+      rec_.metadata();
+      rec_.file_done();
+      // The rename within the record's directory (opened beneath the point directory).
+      const auto slash = f.path.rfind('/');
+      const std::string parent = slash == std::string::npos ? "" : f.path.substr(0, slash);
+      const std::string base = slash == std::string::npos ? f.path : f.path.substr(slash + 1);
+      DirFd pd;
+      if (!parent.empty()) {
+        const int p = open_beneath(dirfd, parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (p < 0) throw IoError("open '" + ctx_.dir + "/" + parent + "': " + beneath_error(-p));
+        pd = DirFd(p, ctx_.dir + "/" + parent);
+      }
+      const int in = parent.empty() ? dirfd : pd.get();
+      if (::renameat(in, (base + ".tmp").c_str(), in, base.c_str()) != 0)
+        throw_errno("rename '" + shown + "' to '" + ctx_.dir + "/" + f.path + "'", errno);
+      rec_.metadata();
+      rec_.add_time(Step::close, now_s() - t0);
+    }
+  }
+
+  // DCP's FileSystemReader.read_metadata: every rank opens the record and unpickles it through a
+  // buffered reader (FileSpec::read_reqs), before any data file.
+  void read_commits() {
+    Buffer& buf = ctx_.pool->at(0);
+    for (size_t i : commits_) {
+      const FileSpec& f = files_[i];
+      const std::string shown = ctx_.dir + "/" + f.path;
+      double t0 = now_s();
+      const int fd = open_plan_file(ctx_, f, O_RDONLY | O_CLOEXEC, "open");
+      rec_.metadata();
+      try {
+        struct stat sb {};
+        if (::fstat(fd, &sb) != 0) throw_errno("fstat '" + shown + "'", errno);
+        check_file_size(static_cast<uint64_t>(sb.st_size), f, shown);
+        rec_.add_time(Step::open, now_s() - t0);
+        t0 = now_s();
+        TransferCursor c(f, ctx_.cfg->block_size, ctx_.cfg->transfer, true);
+        Transfer t;
+        while (c.next(t)) {
+          const uint64_t n0 = now_ns();
+          for (uint64_t done = 0; done < t.len;) {
+            const ssize_t r =
+                ::pread(fd, buf.data + done, t.len - done, static_cast<off_t>(t.offset + done));
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0)
+              throw_errno("read " + std::to_string(t.len) + " bytes at offset " +
+                              std::to_string(t.offset) + " of '" + shown + "'",
+                          errno);
+            if (r == 0)
+              throw IoError("read at offset " + std::to_string(t.offset + done) + " of '" + shown +
+                            "': end of file (truncated)");
+            done += static_cast<uint64_t>(r);
+          }
+          rec_.op(t.len, now_ns() - n0);
+          ctx_.data->consume(f, t, buf);
+        }
+        rec_.add_time(Step::io, now_s() - t0);
+      } catch (...) {
+        ::close(fd);
+        throw;
+      }
+      t0 = now_s();
+      if (::close(fd) != 0) throw_errno("close '" + shown + "'", errno);
+      rec_.metadata();
+      rec_.file_done();
+      rec_.add_time(Step::close, now_s() - t0);
+    }
+  }
 
   // torch.save's stream (miniz, mz_zip_writer_add_mem_ex_v2) computes the CRC-32 of each record's
   // data before it writes the record: the same pass over the tensor bytes of the request.
@@ -382,6 +552,31 @@ class Driver {
 };
 
 }  // namespace
+
+bool framework_meeting(PhaseContext& ctx, bool failed, const char* where) {
+  int mine = failed ? 1 : 0, any = 0;
+  MPI_Comm comm = ctx.framework_comm != MPI_COMM_NULL ? ctx.framework_comm : ctx.comm;
+  const std::string what = std::string("in the framework's collective ") + where;
+  if (ctx.stall != nullptr)
+    guarded_allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, comm, *ctx.stall, what);
+  else
+    MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, comm);
+  ctx.meetings++;
+  return any != 0;
+}
+
+int framework_meetings(const PhaseContext& ctx) {
+  if (ctx.plan == nullptr || !ctx.plan->commit) return 0;
+  return ctx.phase == Phase::save ? 2 : 1;
+}
+
+void attend_missed_meetings(PhaseContext& ctx, bool failed) noexcept {
+  try {
+    while (ctx.meetings < framework_meetings(ctx))
+      framework_meeting(ctx, failed, "(attended by a rank that failed before it)");
+  } catch (...) {  // the stall guard ends the job itself; nothing else can throw here
+  }
+}
 
 void Backend::run(PhaseContext& ctx) {
   if (ctx.pool == nullptr || ctx.pool->count() == 0) throw IoError("phase driver: no buffer pool");

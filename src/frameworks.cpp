@@ -189,8 +189,10 @@ void megatron_legacy(Ctx& c) {
 // Data held identically by every dp rank of a (tp, pp) group (saved once, by dp rank 0 in the
 // shard lists: whole tensors, not ZeRO fragments) spread over the group's dp ranks: each item
 // to the least-loaded rank, ties to the lowest dp. `largest_first`: items by decreasing size
-// (Megatron's distribute_shards_to_ranks), else in order (DCP's dedup_save_plans).
-std::vector<std::vector<FwItem>> spread_replicas(const Ctx& c, bool largest_first) {
+// (Megatron's distribute_shards_to_ranks), else in order (DCP's dedup_save_plans). `spread`
+// false: every item stays with dp rank 0 (DCP 1.13 to 2.2, dcp.replicas "lowest-rank").
+std::vector<std::vector<FwItem>> spread_replicas(const Ctx& c, bool largest_first,
+                                                 bool spread = true) {
   const auto& p = c.par();
   std::vector<std::vector<FwItem>> own(static_cast<size_t>(c.V()));
   for (int v = 0; v < c.V(); ++v) {
@@ -199,7 +201,7 @@ std::vector<std::vector<FwItem>> spread_replicas(const Ctx& c, bool largest_firs
     std::vector<FwItem> replicated;
     for (size_t i = 0; i < sh.size(); ++i) {
       FwItem it{v, static_cast<int>(i)};
-      if (sh[i].fragment || rc.dp != 0 || p.dp == 1)
+      if (sh[i].fragment || rc.dp != 0 || p.dp == 1 || !spread)
         own[static_cast<size_t>(v)].push_back(it);
       else
         replicated.push_back(it);
@@ -225,7 +227,8 @@ std::vector<std::vector<FwItem>> spread_replicas(const Ctx& c, bool largest_firs
 // single_file_per_rank false: one __{rank}_{n}.distcp per tensor item, in plan order.
 void dcp_files(Ctx& c, const std::string& dir, int threads, bool largest_first_spread) {
   if (c.in.layout.dcp_threads > 0) threads = c.in.layout.dcp_threads;
-  auto own = spread_replicas(c, largest_first_spread);
+  auto own =
+      spread_replicas(c, largest_first_spread, largest_first_spread || c.in.layout.dcp_balanced);
   uint64_t items = 0;
   const std::string prefix = dir.empty() ? "" : dir + "/";
   for (int v = 0; v < c.V(); ++v) {
@@ -251,8 +254,11 @@ void dcp_files(Ctx& c, const std::string& dir, int threads, bool largest_first_s
       c.file(prefix + fmt2("__%ld_%ld.distcp", v, b), v, std::move(bins[static_cast<size_t>(b)]),
              0);
   }
-  // The coordinator (rank 0) writes the global metadata after every data file.
+  // The coordinator (rank 0) writes the global metadata after every data file (FileSystemWriter
+  // .finish: .metadata.tmp, fsync, rename, after save_state_dict's all_reduce); every rank reads
+  // it first on restore (FileSystemReader.read_metadata in load_state_dict's local_step).
   c.file(prefix + ".metadata", 0, {}, kDcpMetadataBaseBytes + kDcpMetadataItemBytes * items);
+  c.out.files.back().commit = true;
 }
 
 void torch_dcp(Ctx& c) { dcp_files(c, "", 1, false); }

@@ -274,4 +274,16 @@ uint64_t dcp_metadata_bytes(const std::vector<size_t>& fqn_lens, bool single_fil
   return b;
 }
 
+PickleFile pickle_file(uint64_t size, uint64_t buffer) {
+  PickleFile p;
+  if (size == 0) return p;
+  p.writes.push_back({0, size});
+  const uint64_t first = std::min(size, buffer);
+  p.reads.push_back({0, first});
+  const uint64_t direct = (size - first) / buffer * buffer;
+  if (direct > 0) p.reads.push_back({first, direct});
+  if (first + direct < size) p.reads.push_back({first + direct, size - first - direct});
+  return p;
+}
+
 }  // namespace ckpt

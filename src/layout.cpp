@@ -94,6 +94,7 @@ nlohmann::json plan_file_list(const IoPlan& plan, const ModelDesc* items_of) {
                          {"bytes", e->length},
                          {"offset", e->offset},
                          {"vrank", e->vrank},
+                         {"shard", e->shard},
                          {"rank", e->source}});
       }
       j["items"] = std::move(items);
@@ -133,6 +134,7 @@ struct GFile {
   bool torch_save = false;
   uint64_t objects = 0;
   std::vector<Req> write_reqs, read_reqs;
+  bool commit = false;    // FileSpec::commit
   int index_writer = -1;  // real rank writing the footer index (-1: no index)
   uint64_t index_len = 0;
 };
@@ -301,6 +303,7 @@ struct Builder {
         for (const auto& ff : fw.files) {
           GFile f;
           f.path = ff.path;
+          f.commit = ff.commit;
           uint64_t cursor = 0;
           const int writer = real_of(ff.writer);
           for (const auto& it : ff.items) append(f, cursor, it.vrank, {it.shard}, writer);
@@ -391,7 +394,7 @@ struct Builder {
             plan.shards[static_cast<size_t>(e.vrank)].shards[static_cast<size_t>(e.shard)];
         items.push_back({e.length, shard_label(*in.model, s).size()});
         // DCP keys carry the owner ("v<vrank>/" in scripts/realfw.py).
-        if (item_file) fqns.push_back(items.back().name_len + 3);
+        if (item_file) fqns.push_back(items.back().name_len + 2 + std::to_string(e.vrank).size());
       }
       std::vector<uint64_t> at;
       uint64_t size = 0;
@@ -418,7 +421,11 @@ struct Builder {
       for (auto& f : files)
         if (f.path == ".metadata" || ends_with(f.path, "/.metadata")) {
           const int writer = f.extents.empty() ? 0 : f.extents.front().source;
-          f.extents = tile({}, {}, dcp_metadata_bytes(fqns, in.layout.dcp_single_file), writer);
+          const uint64_t size = dcp_metadata_bytes(fqns, in.layout.dcp_single_file);
+          f.extents = tile({}, {}, size, writer);
+          PickleFile p = pickle_file(size);
+          f.write_reqs = std::move(p.writes);
+          f.read_reqs = std::move(p.reads);
         }
   }
 
@@ -524,9 +531,31 @@ struct Builder {
         fs.writers = writers;
         fs.write_reqs = f.write_reqs;
         fs.read_reqs = f.read_reqs;
+        fs.commit = f.commit;
         for (const auto& e : ex) plan.ranks[r].transfer_bytes += e.padded;
         fs.extents = std::move(ex);
         plan.ranks[r].files.push_back(std::move(fs));
+      }
+      // A commit record: every other rank reads it on restore (its own copy of the extents, so
+      // it verifies them itself); it never writes it.
+      if (f.commit) {
+        if (writers.size() != 1 || leader >= 0)
+          throw Error("layout: commit record '" + f.path + "' needs exactly one writer");
+        plan.commit = true;
+        for (int r = 0; r < N; r++) {
+          if (r == writers.front()) continue;
+          FileSpec fs;
+          fs.id = static_cast<uint32_t>(fi);
+          fs.path = f.path;
+          fs.size = size;
+          fs.writers = writers;
+          fs.read_reqs = f.read_reqs;
+          fs.write_reqs = f.write_reqs;
+          fs.commit = true;
+          fs.extents = f.extents;
+          for (auto& e : fs.extents) e.source = r;
+          plan.ranks[r].files.push_back(std::move(fs));
+        }
       }
       if (writers.size() > 1) plan.any_shared = true;
       if (leader >= 0) {

@@ -460,8 +460,8 @@ int main(int argc, char** argv) {
   bool pitems = false;
   plan->add_flag("--items", pitems,
                  "With --json: list every file with its tensor data in file order (name, dtype, "
-                 "bytes, offset, writing rank), what scripts/realfw.py saves with the real "
-                 "framework");
+                 "bytes, offset, vrank, shard: its place in that rank's state, writing rank), "
+                 "what scripts/realfw.py saves with the real framework");
 
   bool mjson = false;
   auto* models = app.add_subcommand("models", "List the built-in model zoo with sizes");

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <string>
 
+#include "ckptbench/driver.hpp"
 #include "ckptbench/error.hpp"
 #include "ckptbench/execution.hpp"
 #include "ckptbench/fault.hpp"
@@ -27,6 +28,8 @@ PhaseResult run_phase(RunState& rs, PointRun& pt, Phase phase, const RankIo& io,
   ctx.dir = dir;
   ctx.dirfd = dirfd;
   ctx.comm = rs.comm;
+  ctx.framework_comm = rs.framework_comm;
+  ctx.stall = &rs.agree.stall;
   ctx.pool = pt.pool.get();
   ctx.data = data != nullptr ? data : &dp;
   ctx.rec = &rec;
@@ -74,6 +77,9 @@ PhaseResult run_phase(RunState& rs, PointRun& pt, Phase phase, const RankIo& io,
       } catch (...) {
         // Node aggregation: no peer may wait out a bound for this rank (datapath.hpp).
         dp.abandon(pt.prep.plan, io, pt.pc);
+        // The framework's collectives (commit records): the peers learn of the failure there.
+        if (!(phase == Phase::restore && pt.pc.restore.method == RestoreMethod::mmap))
+          attend_missed_meetings(ctx, true);
         throw;
       }
     });

@@ -388,6 +388,9 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
   rs.saved = std::move(saved);
   rs.read_files = std::move(read_files);
   rs.read_assignment = std::move(assignment);
+  // Not freed: MPI_Comm_free is collective and a failed run may leave the ranks on different
+  // paths; MPI_Finalize releases it.
+  MPI_Comm_dup(comm, &rs.framework_comm);
   Watchdog watchdog(deadline, cfg.timeout_s, rank);
   try {
     for (int pi = 0; pi < static_cast<int>(cfg.points.size()); pi++)

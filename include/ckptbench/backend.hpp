@@ -39,6 +39,8 @@ class DataPath {
 
 enum class Phase { save, restore };
 
+struct StallGuard;  // agreement.hpp
+
 struct PhaseContext {
   Phase phase = Phase::save;
   const PointConfig* cfg = nullptr;
@@ -56,6 +58,12 @@ struct PhaseContext {
   // source "shard": the rank's files in memory, written from (save) or read into (restore)
   // instead of the pool's buffers (source.hpp); null with source "pool".
   const ShardMemory* shard = nullptr;
+  // The framework's own collectives inside the phase (DCP's commit: FileSpec::commit) run on
+  // this duplicate of comm (MPI_COMM_NULL: on comm), so a rank that left the phase early never
+  // meets one of them with the error check on comm; `stall` (may be null) guards the waits.
+  MPI_Comm framework_comm = MPI_COMM_NULL;
+  const StallGuard* stall = nullptr;
+  int meetings = 0;  // those collectives this rank has attended in this phase
   // Verification is the data path's (DataPath::consume); cache defeat before a restore (fadvise,
   // drop-caches) is done outside the timed phase; transports only honour cfg->direct.
 };

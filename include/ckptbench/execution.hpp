@@ -132,6 +132,8 @@ struct RunState {
   // --read-dir: the directory's regular files (relative path, size), sorted by path.
   DirFiles read_files;
   ReadDirAssignment read_assignment;  // which rank reads which of them
+  // A duplicate of comm for the framework's collectives inside a phase (PhaseContext).
+  MPI_Comm framework_comm = MPI_COMM_NULL;
 };
 
 // One point as it runs.

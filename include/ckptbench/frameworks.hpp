@@ -23,6 +23,7 @@ struct FwFile {
   std::vector<FwItem> items;  // tensor data, in write order
   // Bytes that are not tensor data (pickle, zip records, metadata files), written after the items.
   uint64_t meta_bytes = 0;
+  bool commit = false;  // DCP's .metadata: FileSpec::commit
 };
 
 struct FwStructure {

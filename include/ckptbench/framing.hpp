@@ -78,6 +78,17 @@ DcpFile dcp_file(const std::vector<ZipItem>& items, uint64_t buffer = 4096,
 // .metadata's bytes for items with these FQN lengths (fitted on torch 1.13.1, docs/layouts.md).
 uint64_t dcp_metadata_bytes(const std::vector<size_t>& fqn_lens, bool single_file);
 
+// One object pickled to a file of `size` bytes and loaded back through Python's buffered file
+// objects (DCP's .metadata: FileSystemWriter.finish pickle.dump, FileSystemReader.read_metadata
+// pickle.load): the pickler hands its one frame to a single write; the unpickler reads through a
+// BufferedReader of `buffer` bytes (st_blksize): one fill, the rest of the frame directly in whole
+// buffers, one more fill for the tail (strace of torch 1.13.1 here: 4096 + 40960 + 1602 bytes
+// for a 46,658-byte .metadata).
+struct PickleFile {
+  std::vector<Req> writes, reads;
+};
+PickleFile pickle_file(uint64_t size, uint64_t buffer = 4096);
+
 // The archive name torch.save uses for a path: its last component without the last extension.
 std::string torch_archive_name(const std::string& path);
 

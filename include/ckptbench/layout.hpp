@@ -44,6 +44,11 @@ struct LayoutOptions {
   // single_file_per_rank (false: one file per tensor item).
   int dcp_threads = 0;
   bool dcp_single_file = true;
+  // torch-dcp's replicated tensors (held alike by every data-parallel rank): true spreads them
+  // over the group's ranks by planned bytes (torch >= 2.3, _dedup_save_plans), false leaves them
+  // with the lowest rank holding them (1.13: the coordinator saves plain tensors; 2.0-2.2:
+  // dedup_save_plans keeps the lowest rank's copy). megatron-dist always spreads them.
+  bool dcp_balanced = true;
   // torch-zip: every file torch.save writes is the zip archive it really is (framing.hpp): the
   // records replace the alignment, the index footer and the framework's estimated meta bytes, and
   // the file's requests are those of torch.save's stream and torch.load's reader.
@@ -72,6 +77,13 @@ struct FileSpec {
   // on save and on restore (restore requests may overlap: a buffered reader reads some bytes
   // twice). Empty: transfers are cut from the extents (transfer.hpp).
   std::vector<Req> write_reqs, read_reqs;
+  // A framework's commit record (DCP's .metadata): its writer writes it only after every rank has
+  // finished its other files (the framework's collective), through <path>.tmp, fsync, close and a
+  // rename; on restore every rank lists it (create false, its extents sourced from that rank)
+  // and reads it before its other files, then the ranks meet again (docs/layouts.md, "Commit
+  // records"). The phase driver does both with plain POSIX calls, whatever the backend: the
+  // framework writes it through Python's file object.
+  bool commit = false;
 };
 
 // An extent of this rank's data that another rank (a node leader) writes into its file.
@@ -120,6 +132,7 @@ struct PlanInput {
 struct IoPlan {
   PlanStats stats;
   bool any_shared = false;        // some file has several writers (ranks must barrier after create)
+  bool commit = false;            // some file is a commit record (FileSpec::commit)
   std::vector<std::string> dirs;  // directories to create (relative), parents first
   std::vector<RankShards> shards;  // shards of every virtual rank (index = vrank)
   std::vector<RankIo> ranks;       // per real rank (index = real rank)

@@ -2,8 +2,9 @@
 # Failures mid-run: a failing rank at point 3 leaves a document with the 2 finished points and
 # the error; a file deleted, truncated or corrupted between save and restore gives a clear
 # error naming it; with node aggregation a failing leader or sender is heard by its peers at
-# once (issue 16 item 5), as root also on a full 64 MiB tmpfs. Nothing hangs (every run under a
-# timeout), exit code 1.
+# once (issue 16 item 5), as root also on a full 64 MiB tmpfs; with DCP's commit record a failing
+# rank is heard at the framework's next collective and no .metadata is written. Nothing hangs
+# (every run under a timeout), exit code 1.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 make_workdir faults
 
@@ -112,6 +113,47 @@ J
 else
   echo "skip 64 MiB tmpfs ENOSPC with aggregated-node: needs root (mount)"
 fi
+
+# DCP's commit record (docs/layouts.md, "Commit records"): .metadata goes through .metadata.tmp
+# and a rename after every rank's files, every rank reads it first; a rank failing before or
+# during a phase is heard by its peers at their next meeting, and no .metadata is written.
+cat > "$work/dcp.json" <<'J'
+{"model": "tiny", "parallelism": {"tp": 1, "dp": "auto", "zero_stage": 1}, "preset": "torch-dcp",
+ "dcp": {"single_file_per_rank": false}, "repetitions": 1}
+J
+out="$(timeout 180 "${MPI[@]}" -n 4 "$BIN" run --config "$work/dcp.json" --set keep=true \
+      --target "$work/t-dcp-ok" --output "$work/dcp-ok.json" --quiet 2>&1)"
+code=$?
+pd="$(echo "$work"/t-dcp-ok/ckptbench-*/point-001/rep-01)"
+if [ "$code" -eq 0 ] && [ -f "$pd/.metadata" ] && [ ! -e "$pd/.metadata.tmp" ] \
+   && [ "$(jq_py "$work/dcp-ok.json" "d['status']")" = ok ]; then
+  ok "torch-dcp: .metadata renamed into place, no .metadata.tmp left, run ok"
+else
+  bad "torch-dcp: $(ls -A "$pd" 2>/dev/null | head -5) $(tail -c 400 <<< "$out")"
+fi
+# Every rank read .metadata on restore: each rank's restore opened one file more than it saved.
+if [ "$(jq_py "$work/dcp-ok.json" "(lambda r: r['restore']['rank_file_handles'] - r['save']['rank_file_handles'])(d['points'][0]['repetitions'][0])")" = 3 ]; then
+  ok "torch-dcp: the 3 ranks other than the coordinator read .metadata on restore"
+else
+  bad "torch-dcp: file handles: $(jq_py "$work/dcp-ok.json" "[d['points'][0]['repetitions'][0][p]['rank_file_handles'] for p in ('save', 'restore')]")"
+fi
+for c in "dcp-start:phase=save,rank=2:rank 2:injected fault" \
+         "dcp-write:phase=save,rank=0,transfer=2:rank 0:No space left on device" \
+         "dcp-read:phase=restore,rank=3,transfer=1:rank 3:.metadata.*Input/output error"; do
+  IFS=: read -r name fault who want <<< "$c"
+  t0=$SECONDS
+  run "$name" "$fault" "$work/dcp.json"
+  dt=$((SECONDS - t0))
+  if [ "$code" -eq 1 ] && [ "$dt" -le 20 ] && grep -q "ckptbench: error: $who ([^)]*): .*$want" <<< "$out" \
+     && ! grep -q "did not reach the error check\|stalled" <<< "$out"; then
+    ok "torch-dcp, $name: exit 1 after $dt s, the error names $who and '$want'"
+  else
+    bad "torch-dcp, $name: exit $code after $dt s (want 1 within 20 s): $(tail -c 800 <<< "$out")"
+  fi
+  [ "$(jq_py "$doc" "d['status']")" = failed ] || bad "torch-dcp, $name: report status $(jq_py "$doc" "d['status']")"
+  [ -z "$(ls -A "$work/t-$name" 2>/dev/null)" ] && ok "torch-dcp, $name: run directory removed" \
+    || bad "torch-dcp, $name: left: $(find "$work/t-$name" | head -5)"
+done
 
 # The run directories are removed after a failure (nothing half-written left behind).
 left="$(find "$work" -name '*.pt' | wc -l)"

@@ -3,9 +3,10 @@
 # Llama-shaped state with torch.save/torch.load (python3-torch, Debian's 1.13.1), ckptbench replays
 # the same config with the torch-save preset, both under strace; scripts/strace_io.py then checks
 # file names, count and sizes (equal up to the pickle's estimate), write and read request counts
-# and size histograms within 10%, the fsyncs and renames, and the byte totals. Cases: torch.save
-# without fsync (what frameworks do) and with an fsync per file (realfw --fsync, replay
-# sync=file). Installs python3-torch, python3-mpi4py and strace with apt-get when missing and
+# and size histograms within 10%, the fsyncs and renames, the commit order (DCP's .metadata
+# renamed into place after every other file, read first by every rank), and the byte totals.
+# Cases: torch.save without fsync (what frameworks do) and with an fsync per file (realfw
+# --fsync, replay sync=file); DCP with one file per item and with one file per rank. Installs python3-torch, python3-mpi4py and strace with apt-get when missing and
 # root; exit 77 only when they cannot be installed, saying why. docs/layouts.md, "torch.save
 # framing"; scripts/realfw.py.
 . "$(dirname "$0")/lib.sh"
@@ -38,10 +39,10 @@ cache_opt=(--cache drop-caches)
 [ -w /proc/sys/vm/drop_caches ] || cache_opt=(--cache fadvise)
 TRACE=(strace -f -y -qq -e trace=%file,%desc)
 
-# case NAME FSYNCS REALFW_ARGS -- REPLAY_ARGS
+# case NAME FRAMEWORK FSYNCS REALFW_ARGS -- REPLAY_ARGS
 case_run() {
-  local name="$1" fsyncs="$2"
-  shift 2
+  local name="$1" framework="$2" fsyncs="$3"
+  shift 3
   local real_args=() replay_args=()
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do real_args+=("$1"); shift; done
   shift
@@ -49,7 +50,7 @@ case_run() {
   local d="$work/$name"
   mkdir -p "$d/real" "$d/replay"
   if ! "${TRACE[@]}" -o "$d/real.trace" "${MPI[@]}" "$PY" "$SRC/scripts/realfw.py" \
-    --framework torch-save --binary "$BIN" -c "$CFG" "${SETS[@]}" "${cache_opt[@]}" \
+    --framework "$framework" --binary "$BIN" -c "$CFG" "${SETS[@]}" "${cache_opt[@]}" \
     "${real_args[@]}" --target "$d/real" -o "$d/real.json" --keep --quiet > "$d/real.log" 2>&1; then
     bad "$name: realfw.py failed: $(tail -5 "$d/real.log")"
     return
@@ -66,9 +67,9 @@ case_run() {
   local out
   if out="$("$PY" "$SRC/scripts/strace_io.py" compare "$d/real.trace" "$rdir" \
     "$d/replay.trace" "$pdir" --tolerance 0.10 --size-slack 4096 --expect-fsync "$fsyncs" 2>&1)"; then
-    ok "$name: the replay's requests match torch.save's"
+    ok "$name: the replay's requests match the real framework's"
   else
-    bad "$name: the replay's requests differ from torch.save's"
+    bad "$name: the replay's requests differ from the real framework's"
   fi
   echo "$out" | sed 's/^/      /'
   # The same tensor bytes on both sides, and the reports say what ran.
@@ -82,7 +83,8 @@ case_run() {
   fi
   local fw
   fw="$(jq_py "$d/real.json" 'd["framework"]["name"] + " " + d["framework"]["version"]')"
-  case "$fw" in "torch.save 1."* | "torch.save 2."*) ok "$name: realfw report names $fw" ;;
+  case "$fw" in "torch.save 1."* | "torch.save 2."* | "torch.distributed.checkpoint "[12].*)
+    ok "$name: realfw report names $fw" ;;
     *) bad "$name: realfw report's framework: '$fw'" ;; esac
   if "$PY" -c 'import json, sys, jsonschema
 s = json.load(open(sys.argv[1]))
@@ -98,7 +100,17 @@ for r in sys.argv[2:]: jsonschema.validate(json.load(open(r)), s)' \
     bad "$name: replay framing '$framing'"
 }
 
-case_run torch-save 0 --
-case_run torch-save-fsync 4 --fsync -- --set sync=file
+case_run torch-save torch-save 0 --
+case_run torch-save-fsync torch-save 4 --fsync -- --set sync=file
+# DCP (torch 1.13's FileSystemWriter): replicated tensors stay with the coordinator, an fsync per
+# file, .metadata through .metadata.tmp + fsync + rename after every data file, read first by
+# every rank on restore. One file per item (1.13's code default) and one per rank.
+DCP=(--set preset=torch-dcp --set layout=torch-dcp --set dcp.replicas=lowest-rank)
+items="$("$BIN" plan -c "$CFG" "${SETS[@]}" "${DCP[@]}" --set dcp.single_file_per_rank=false \
+  --world 4 --json --files | "$PY" -c 'import json, sys
+print(len(json.load(sys.stdin)["points"][0]["file_list"]))')"
+case_run dcp-item dcp "$items" --dcp-file-mode item -- "${DCP[@]}" \
+  --set dcp.single_file_per_rank=false
+case_run dcp-rank dcp 5 --dcp-file-mode rank -- "${DCP[@]}" --set dcp.single_file_per_rank=true
 
 summary test_realfw

@@ -232,13 +232,21 @@ TEST(Framing, DcpPresetPlan) {
     IoPlan plan = framed_plan({{"preset", "torch-dcp"},
                                {"framing", "torch-zip"},
                                {"dcp", {{"single_file_per_rank", single}}}});
-    uint64_t distcp = 0, meta = 0;
+    uint64_t distcp = 0, meta = 0, meta_writers = 0;
+    EXPECT_TRUE(plan.commit);
     for (const auto& r : plan.ranks)
       for (const auto& f : r.files) {
         if (f.path == ".metadata") {
+          // A commit record every rank lists (reads first on restore), one writes.
           meta++;
+          EXPECT_TRUE(f.commit);
+          if (f.create) meta_writers++;
+          ASSERT_EQ(f.write_reqs.size(), 1u);
+          EXPECT_EQ(f.write_reqs[0].len, f.size);
+          for (const auto& e : f.extents) EXPECT_EQ(e.source, r.rank);
           continue;
         }
+        EXPECT_FALSE(f.commit) << f.path;
         distcp++;
         EXPECT_FALSE(f.write_reqs.empty()) << f.path;
         uint64_t cur = 0;
@@ -248,10 +256,32 @@ TEST(Framing, DcpPresetPlan) {
         }
         EXPECT_EQ(cur, f.size);
       }
-    EXPECT_EQ(meta, 1u);
+    EXPECT_EQ(meta, plan.ranks.size());
+    EXPECT_EQ(meta_writers, 1u);
     if (single)
       EXPECT_EQ(distcp, 4u);
     else
       EXPECT_GT(distcp, 4u);
   }
+}
+
+// pickle.load of DCP's .metadata through a 4 KiB BufferedReader, as strace showed for torch
+// 1.13.1: read(4096), read(40960) straight into the frame, read(4096) returning the 1,602-byte
+// tail; pickle.dump's one write.
+TEST(Framing, PickleFileAsStraced) {
+  const PickleFile p = pickle_file(46658);
+  ASSERT_EQ(p.writes.size(), 1u);
+  EXPECT_EQ(p.writes[0].offset, 0u);
+  EXPECT_EQ(p.writes[0].len, 46658u);
+  ASSERT_EQ(p.reads.size(), 3u);
+  EXPECT_EQ(p.reads[0].offset, 0u);
+  EXPECT_EQ(p.reads[0].len, 4096u);
+  EXPECT_EQ(p.reads[1].offset, 4096u);
+  EXPECT_EQ(p.reads[1].len, 40960u);
+  EXPECT_EQ(p.reads[2].offset, 45056u);
+  EXPECT_EQ(p.reads[2].len, 1602u);
+  EXPECT_EQ(pickle_file(8192).reads.size(), 2u);  // no tail
+  EXPECT_EQ(pickle_file(100).reads.size(), 1u);
+  EXPECT_EQ(pickle_file(100).reads[0].len, 100u);
+  EXPECT_TRUE(pickle_file(0).reads.empty());
 }
