@@ -371,7 +371,6 @@ for r in csv.DictReader(open(tsv), delimiter="\t"):
     if r["pair"] == "1":
         commands.setdefault(r["case"], {})[r["side"]] = r["command"]
 
-not_faithful = {"dcp-item", "dcp-rank"}
 print("times: the phase's elapsed_s (slowest rank); ratio = replay / real per pair (above 1: the "
       f"replay takes longer); within = median ratio in {LO}-{HI}")
 print("| case | phase | pairs | real s (median) | replay s (median) | median replay/real | range | "
@@ -386,8 +385,7 @@ for case, phase in order:
     ratios = [b / a if a > 0 else float("inf") for a, b in zip(real, replay)]
     med = statistics.median(ratios)
     within = LO <= med <= HI
-    label = case + (" (not replayed faithfully yet)" if case in not_faithful else "")
-    print(f"| {label} | {phase} | {len(ps)} | {statistics.median(real):.3f} | "
+    print(f"| {case} | {phase} | {len(ps)} | {statistics.median(real):.3f} | "
           f"{statistics.median(replay):.3f} | {med:.2f} | {min(ratios):.2f}-{max(ratios):.2f} | "
           f"{' '.join(f'{x:.2f}' for x in ratios)} | {'within' if within else 'OUTSIDE'} |")
     if phase == "save":
@@ -399,7 +397,7 @@ for case, phase in order:
         "case": case, "phase": phase, "pairs": len(ps),
         "median_ratio": med, "min_ratio": min(ratios), "max_ratio": max(ratios),
         "real_s_median": statistics.median(real), "replay_s_median": statistics.median(replay),
-        "within": within, "faithful_replay": case not in not_faithful,
+        "within": within,
         "per_pair": [{"pair": p, "first": v["real"]["first"],
                       "real_s": float(v["real"]["elapsed_s"]),
                       "replay_s": float(v["replay"]["elapsed_s"]), "ratio": x,

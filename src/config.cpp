@@ -88,16 +88,22 @@ const std::vector<Preset>& presets() {
       {"deepspeed",
        "DeepSpeed (Megatron-DeepSpeed): per-layer files per TP rank with pipeline parallelism, "
        "mp_rank_XX_model_states, [bf16_]zero_pp_rank_D_mp_rank_XX_optim_states, latest, "
-       "zero_to_fp32.py; torch.save underneath (buffered, no fsync)",
+       "zero_to_fp32.py; torch.save's zip archives and requests (buffered, no fsync)",
        {{"layout", "deepspeed"},
+        {"framing", "torch-zip"},
+        {"framework_cpu", true},
+        {"preallocate", false},
         {"backend", "posix"},
         {"direct", false},
         {"sync", "none"},
         {"transfer", "per-tensor"}}},
       {"megatron",
        "Megatron-LM legacy format: iter_N/mp_rank_TT[_PPP]/model_optim_rng.pt (+ "
-       "distrib_optim.pt), torch.save underneath (buffered, no fsync)",
+       "distrib_optim.pt) as torch.save's zip archives and requests (buffered, no fsync)",
        {{"layout", "megatron"},
+        {"framing", "torch-zip"},
+        {"framework_cpu", true},
+        {"preallocate", false},
         {"backend", "posix"},
         {"direct", false},
         {"sync", "none"},
@@ -135,9 +141,13 @@ const std::vector<Preset>& presets() {
         {"transfer", "stream"},
         {"sync", "end"}}},
       {"mlperf-storage",
-       "MLPerf Storage checkpointing (DLIO): DLIO's files, torch.save per file, fsync per file "
+       "MLPerf Storage checkpointing (DLIO): DLIO's files as torch.save's zip archives, fsync per "
+       "file "
        "(checkpoint.fsync: True in the llama3 workloads)",
        {{"layout", "dlio"},
+        {"framing", "torch-zip"},
+        {"framework_cpu", true},
+        {"preallocate", false},
         {"backend", "posix"},
         {"direct", false},
         {"sync", "file"},
@@ -343,7 +353,8 @@ PointConfig parse_point(const json& pj_in) {
   if (p.layout.framing != Framing::none && p.direct)
     throw ConfigError(
         "'framing': torch-zip replays torch.save's buffered stream (requests at any "
-        "offset and of any length); it cannot run with direct=true");
+        "offset and of any length); it cannot run with direct=true (set \"framing\": "
+        "\"none\" to write the framework's files unframed with O_DIRECT)");
   std::string cache =
       r.choice("cache", "auto", {"auto", "direct", "fadvise", "rank-shift", "drop-caches", "none"});
   p.cache = cache == "auto"          ? CacheMode::auto_

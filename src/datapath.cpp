@@ -43,6 +43,10 @@ std::byte* RankDataPath::produce(const FileSpec& f, const Transfer& t, Buffer& b
   return p;
 }
 
+void RankDataPath::from_memory(const FileSpec& f, const Transfer& t) {
+  if (fail_at_ != 0 && ++transfers_ == fail_at_) injected_fault(f, t);
+}
+
 void RankDataPath::consume(const FileSpec& f, const Transfer& t, Buffer& buf) {
   if (fail_at_ != 0 && ++transfers_ == fail_at_) injected_fault(f, t);
   buf.taint(0, t.len);

@@ -602,6 +602,8 @@ IoPlan make_plan(const PlanInput& in) {
     plan.shards.push_back(shards_for_rank(*in.model, in.state, in.par, v, in.scale));
   Builder b{in, plan, std::max<uint64_t>(in.layout.align, 1), {}, {}, {}};
   b.build();
+  plan.load_in_place =
+      in.layout.kind == LayoutKind::torch_dcp || in.layout.kind == LayoutKind::megatron_dist;
   // Every path stays inside the point directory, whatever names an imported model carries.
   for (const auto& f : b.files) {
     bool bad = f.path.empty() || f.path.front() == '/' || f.path.find('\0') != std::string::npos;

@@ -48,6 +48,15 @@ PhaseResult run_phase(RunState& rs, PointRun& pt, Phase phase, const RankIo& io,
     } else {
       fresh = std::make_unique<ShardMemory>(io, nullptr);
       ctx.shard = fresh.get();
+      if (pt.pc.framework_cpu && pt.prep.plan.load_in_place) {
+        if (pt.shard_save && pt.shard_save->covers(io)) {
+          ctx.load_into = pt.shard_save.get();
+        } else {
+          if (!pt.load_target || !pt.load_target->covers(io))
+            pt.load_target = std::make_unique<ShardMemory>(io, pt.pattern.get());
+          ctx.load_into = pt.load_target.get();
+        }
+      }
     }
   }
   const char* pname = phase == Phase::save ? "save" : "restore";

@@ -39,6 +39,12 @@ ShardMemory::~ShardMemory() {
   if (base_) ::munmap(base_, len_);
 }
 
+bool ShardMemory::covers(const RankIo& io) const {
+  for (const auto& f : io.files)
+    if (start_.find(f.id) == start_.end()) return false;
+  return true;
+}
+
 std::byte* ShardMemory::at(uint32_t file_id, uint64_t offset) const {
   auto it = start_.find(file_id);
   if (it == start_.end())

@@ -35,6 +35,9 @@ class DataPath {
   // Whether produce/consume of transfer t waits on another rank (node aggregation's MPI pieces):
   // the driver hands queued transfers to the kernel first, so the device works meanwhile.
   virtual bool waits_on_peer(const FileSpec&, const Transfer&) const { return false; }
+  // source "shard": the save writes transfer t straight from the rank's memory, nothing staged;
+  // the transfer still counts (CKPT_FAULT_INJECT "transfer=N").
+  virtual void from_memory(const FileSpec&, const Transfer&) {}
 };
 
 enum class Phase { save, restore };
@@ -58,6 +61,9 @@ struct PhaseContext {
   // source "shard": the rank's files in memory, written from (save) or read into (restore)
   // instead of the pool's buffers (source.hpp); null with source "pool".
   const ShardMemory* shard = nullptr;
+  // With `shard` on restore, a plan that loads in place and framework_cpu: the resident state
+  // each request's tensor bytes are copied into after the read (timed as the cpu step).
+  const ShardMemory* load_into = nullptr;
   // The framework's own collectives inside the phase (DCP's commit: FileSpec::commit) run on
   // this duplicate of comm (MPI_COMM_NULL: on comm), so a rank that left the phase early never
   // meets one of them with the error check on comm; `stall` (may be null) guards the waits.

@@ -22,6 +22,7 @@ class RankDataPath final : public DataPath {
   std::byte* produce(const FileSpec& f, const Transfer& t, Buffer& buf) override;
   void consume(const FileSpec& f, const Transfer& t, Buffer& buf) override;
   bool waits_on_peer(const FileSpec& f, const Transfer& t) const override;
+  void from_memory(const FileSpec& f, const Transfer& t) override;
 
   // Verifies n bytes at position pos of extent e (its payload part only, never the padding);
   // throws IoError naming the file and the offset of the first wrong byte.

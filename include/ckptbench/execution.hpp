@@ -140,6 +140,9 @@ struct RunState {
 struct PointRun {
   PointRun(const PointConfig& p, int i) : pc(p), index(i) {}
   std::unique_ptr<ShardMemory> shard_save;  // source "shard": the state saves write from
+  // source "shard", framework_cpu, a plan that loads in place (IoPlan::load_in_place): the
+  // resident state a restore copies into, when shard_save does not cover the restore's files.
+  std::unique_ptr<ShardMemory> load_target;
   const PointConfig& pc;
   int index = 0;  // 1-based
   uint64_t align = 4096;

@@ -131,9 +131,13 @@ struct PlanInput {
 
 struct IoPlan {
   PlanStats stats;
-  bool any_shared = false;        // some file has several writers (ranks must barrier after create)
-  bool commit = false;            // some file is a commit record (FileSpec::commit)
-  std::vector<std::string> dirs;  // directories to create (relative), parents first
+  bool any_shared = false;  // some file has several writers (ranks must barrier after create)
+  bool commit = false;      // some file is a commit record (FileSpec::commit)
+  // The framework loads in place (DCP's load_state_dict: torch.load of each item into a new
+  // tensor, then target_tensor.copy_ into the state the trainer holds): framework_cpu models
+  // that copy on restore (PhaseContext::load_into).
+  bool load_in_place = false;
+  std::vector<std::string> dirs;   // directories to create (relative), parents first
   std::vector<RankShards> shards;  // shards of every virtual rank (index = vrank)
   std::vector<RankIo> ranks;       // per real rank (index = real rank)
 };

@@ -31,6 +31,8 @@ class ShardMemory {
   ShardMemory& operator=(const ShardMemory&) = delete;
   // The bytes of file `file_id` at `offset`.
   std::byte* at(uint32_t file_id, uint64_t offset) const;
+  // Whether every file of `io` has its region here.
+  bool covers(const RankIo& io) const;
   uint64_t bytes() const { return len_; }
 
  private:

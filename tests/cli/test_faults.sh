@@ -119,7 +119,7 @@ fi
 # during a phase is heard by its peers at their next meeting, and no .metadata is written.
 cat > "$work/dcp.json" <<'J'
 {"model": "tiny", "parallelism": {"tp": 1, "dp": "auto", "zero_stage": 1}, "preset": "torch-dcp",
- "dcp": {"single_file_per_rank": false}, "repetitions": 1}
+ "dcp": {"single_file_per_rank": false}, "source": "shard", "repetitions": 1}
 J
 out="$(timeout 180 "${MPI[@]}" -n 4 "$BIN" run --config "$work/dcp.json" --set keep=true \
       --target "$work/t-dcp-ok" --output "$work/dcp-ok.json" --quiet 2>&1)"
@@ -136,6 +136,13 @@ if [ "$(jq_py "$work/dcp-ok.json" "(lambda r: r['restore']['rank_file_handles'] 
   ok "torch-dcp: the 3 ranks other than the coordinator read .metadata on restore"
 else
   bad "torch-dcp: file handles: $(jq_py "$work/dcp-ok.json" "[d['points'][0]['repetitions'][0][p]['rank_file_handles'] for p in ('save', 'restore')]")"
+fi
+# DCP loads in place: with source shard the restore copies each item into the resident state,
+# timed as the cpu step (framework_cpu, set by the preset), as the save's CRC-32 is.
+if [ "$(jq_py "$work/dcp-ok.json" "all(d['points'][0]['repetitions'][0][p]['steps']['cpu_s']['max'] > 0 for p in ('save', 'restore'))")" = True ]; then
+  ok "torch-dcp, source shard: cpu_s on save (CRC-32) and restore (the copy into the state)"
+else
+  bad "torch-dcp: cpu_s $(jq_py "$work/dcp-ok.json" "[d['points'][0]['repetitions'][0][p]['steps']['cpu_s'] for p in ('save', 'restore')]")"
 fi
 for c in "dcp-start:phase=save,rank=2:rank 2:injected fault" \
          "dcp-write:phase=save,rank=0,transfer=2:rank 0:No space left on device" \
