@@ -463,11 +463,9 @@ class Driver {
         ::close(fd);
         throw;
       }
-      t0 = now_s();
-      if (::close(fd) != 0) throw_errno("close '" + shown + "'", errno);
-      rec_.metadata();
-      rec_.file_done();
+      close_record(fd, shown);
       // The rename within the record's directory (opened beneath the point directory).
+      t0 = now_s();
       const auto slash = f.path.rfind('/');
       const std::string parent = slash == std::string::npos ? "" : f.path.substr(0, slash);
       const std::string base = slash == std::string::npos ? f.path : f.path.substr(slash + 1);
@@ -526,12 +524,17 @@ class Driver {
         ::close(fd);
         throw;
       }
-      t0 = now_s();
-      if (::close(fd) != 0) throw_errno("close '" + shown + "'", errno);
-      rec_.metadata();
-      rec_.file_done();
-      rec_.add_time(Step::close, now_s() - t0);
+      close_record(fd, shown);
     }
+  }
+
+  // Closes a commit record (close step, a metadata op, a file done).
+  void close_record(int fd, const std::string& shown) {
+    const double t0 = now_s();
+    if (::close(fd) != 0) throw_errno("close '" + shown + "'", errno);
+    rec_.metadata();
+    rec_.file_done();
+    rec_.add_time(Step::close, now_s() - t0);
   }
 
   // DCP's FileSystemReader.read_data (1.13, filesystem.py): torch.load of each item into a new
