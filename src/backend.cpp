@@ -25,6 +25,32 @@ int open_plan_file(const PhaseContext& ctx, const FileSpec& f, int flags, const 
   return fd;
 }
 
+void pio_all(int fd, bool write, std::byte* buf, uint64_t off, uint64_t len,
+             const std::string& path, PhaseRecorder* rec) {
+  uint64_t done = 0;
+  while (done < len) {
+    if (rec != nullptr) rec->count(Counter::submit_calls);
+    ssize_t n = write ? ::pwrite(fd, buf + done, len - done, static_cast<off_t>(off + done))
+                      : ::pread(fd, buf + done, len - done, static_cast<off_t>(off + done));
+    if (n < 0) {
+      if (errno == EINTR) {
+        if (rec != nullptr) rec->count(Counter::retries);
+        continue;
+      }
+      throw_errno(std::string(write ? "write" : "read") + " '" + path + "' offset " +
+                      std::to_string(off + done) + " length " + std::to_string(len - done),
+                  errno);
+    }
+    if (n == 0)
+      throw IoError(std::string(write ? "write" : "read") + " '" + path + "' offset " +
+                    std::to_string(off + done) + ": unexpected end of file (" +
+                    std::to_string(len - done) + " bytes missing; truncated?)");
+    if (rec != nullptr && static_cast<uint64_t>(n) < len - done)
+      rec->count(Counter::short_transfers);
+    done += static_cast<uint64_t>(n);
+  }
+}
+
 int plan_file_flags(const PhaseContext& ctx) {
   int fl = ctx.phase == Phase::save ? O_WRONLY : O_RDONLY;
   if (ctx.cfg->direct) fl |= O_DIRECT;

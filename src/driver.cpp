@@ -91,7 +91,7 @@ class Driver {
         caps_(be.caps(ctx)),
         order_(files_in_id_order(files_, false)),
         commits_(files_in_id_order(files_, true)),
-        meet_(ctx.plan != nullptr && ctx.plan->commit),
+        meet_(framework_meetings(ctx) > 0),
         st_(files_.size()),
         budget_(std::max<size_t>(1, std::min(fd_budget(), caps_.max_open))),
         sync_(plan_sync(ctx.cfg->sync, save_, order_.size(), budget_)) {}
@@ -440,18 +440,9 @@ class Driver {
         TransferCursor c(f, ctx_.cfg->block_size, ctx_.cfg->transfer, false);
         Transfer t;
         while (c.next(t)) {
-          const std::byte* data = ctx_.data->produce(f, t, buf);
+          std::byte* data = ctx_.data->produce(f, t, buf);
           const uint64_t n0 = now_ns();
-          for (uint64_t done = 0; done < t.len;) {
-            const ssize_t w =
-                ::pwrite(fd, data + done, t.len - done, static_cast<off_t>(t.offset + done));
-            if (w < 0 && errno == EINTR) continue;
-            if (w <= 0)
-              throw_errno("write " + std::to_string(t.len) + " bytes at offset " +
-                              std::to_string(t.offset) + " of '" + shown + "'",
-                          w < 0 ? errno : ENOSPC);
-            done += static_cast<uint64_t>(w);
-          }
+          pio_all(fd, true, data, t.offset, t.len, shown, nullptr);
           rec_.op(t.len, now_ns() - n0);
         }
         rec_.add_time(Step::io, now_s() - t0);
@@ -503,19 +494,7 @@ class Driver {
         Transfer t;
         while (c.next(t)) {
           const uint64_t n0 = now_ns();
-          for (uint64_t done = 0; done < t.len;) {
-            const ssize_t r =
-                ::pread(fd, buf.data + done, t.len - done, static_cast<off_t>(t.offset + done));
-            if (r < 0 && errno == EINTR) continue;
-            if (r < 0)
-              throw_errno("read " + std::to_string(t.len) + " bytes at offset " +
-                              std::to_string(t.offset) + " of '" + shown + "'",
-                          errno);
-            if (r == 0)
-              throw IoError("read at offset " + std::to_string(t.offset + done) + " of '" + shown +
-                            "': end of file (truncated)");
-            done += static_cast<uint64_t>(r);
-          }
+          pio_all(fd, false, buf.data, t.offset, t.len, shown, nullptr);
           rec_.op(t.len, now_ns() - n0);
           ctx_.data->consume(f, t, buf);
         }

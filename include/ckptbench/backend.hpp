@@ -191,6 +191,12 @@ int open_plan_file(const PhaseContext& ctx, const FileSpec& f, int flags, const 
 // The open(2) flags for file f in this phase: O_WRONLY (save) or O_RDONLY, O_DIRECT with `direct`.
 int plan_file_flags(const PhaseContext& ctx);
 
+// pwrite (write) or pread of len bytes at off, resuming short transfers and EINTR; throws IoError
+// naming `path`, the offset and the length (a read at end of file: truncated). With rec it counts
+// Counter::submit_calls, retries and short_transfers.
+void pio_all(int fd, bool write, std::byte* buf, uint64_t off, uint64_t len,
+             const std::string& path, PhaseRecorder* rec);
+
 // The files of a transport that moves bytes through POSIX descriptors (posix, io_uring): open
 // adopts the descriptor the driver created, or opens the file for the phase (a metadata op);
 // size, fsync and close name the file in their errors.

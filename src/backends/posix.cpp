@@ -36,30 +36,7 @@ class PosixBackend final : public Backend {
 
   // One synchronous transfer, resuming short ones: complete when submit returns.
   void submit(size_t i, unsigned slot, uint64_t off, uint64_t len, std::byte* buf) override {
-    const bool write = ctx_->phase == Phase::save;
-    const int fd = files_.fd(i);
-    PhaseRecorder& rec = *ctx_->rec;
-    uint64_t done = 0;
-    while (done < len) {
-      rec.count(Counter::submit_calls);
-      ssize_t n = write ? ::pwrite(fd, buf + done, len - done, static_cast<off_t>(off + done))
-                        : ::pread(fd, buf + done, len - done, static_cast<off_t>(off + done));
-      if (n < 0) {
-        if (errno == EINTR) {
-          rec.count(Counter::retries);
-          continue;
-        }
-        throw_errno(std::string(write ? "write" : "read") + " '" + files_.path(i) + "' offset " +
-                        std::to_string(off + done) + " length " + std::to_string(len - done),
-                    errno);
-      }
-      if (n == 0)
-        throw IoError(std::string(write ? "write" : "read") + " '" + files_.path(i) + "' offset " +
-                      std::to_string(off + done) + ": unexpected end of file (" +
-                      std::to_string(len - done) + " bytes missing; truncated?)");
-      if (static_cast<uint64_t>(n) < len - done) rec.count(Counter::short_transfers);
-      done += static_cast<uint64_t>(n);
-    }
+    pio_all(files_.fd(i), ctx_->phase == Phase::save, buf, off, len, files_.path(i), ctx_->rec);
     done_.push_back(slot);
   }
 
