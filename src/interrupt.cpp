@@ -33,13 +33,12 @@ SignalCleanup::~SignalCleanup() {
 
 void SignalCleanup::progress(const nlohmann::json& partial) {
   std::lock_guard<std::mutex> g(mu_);
-  last_ = partial;
   if (report_) report_(partial);
 }
 
-void SignalCleanup::seed(const nlohmann::json& partial) {
+void SignalCleanup::set_snapshot(std::function<nlohmann::json()> snapshot) {
   std::lock_guard<std::mutex> g(mu_);
-  last_ = partial;
+  snapshot_ = std::move(snapshot);
 }
 
 void SignalCleanup::watch() {
@@ -51,7 +50,12 @@ void SignalCleanup::watch() {
     fired_ = true;
     if (rank_ == 0 && report_) {
       std::lock_guard<std::mutex> g(mu_);
-      nlohmann::json d = last_.is_null() ? nlohmann::json::object() : last_;
+      nlohmann::json d = nlohmann::json::object();
+      try {
+        if (snapshot_) d = snapshot_();
+      } catch (const std::exception& e) {  // out of memory: the status and error at least
+        std::fprintf(stderr, "ckptbench: error: the partial report: %s\n", e.what());
+      }
       d["status"] = "failed";
       std::string why = "interrupted by signal " + std::to_string(sig) + " (";
       why += strsignal(sig);

@@ -248,6 +248,7 @@ json run_point(RunState& rs, int pi) {
   rs.deadline.arm(pt.index, rs.cfg.timeout_s);
   pt.pj = {{"index", pt.index}, {"params", pc.params}, {"config", pc.resolved}};
   pt.pj["status"] = "running";
+  sync_current(rs, pt);  // a failure from here on reports this point with its error
   prepare(rs, pt);
   char point_name[32];
   std::snprintf(point_name, sizeof point_name, "point-%03d", pt.index);
@@ -294,6 +295,7 @@ json run_point(RunState& rs, int pi) {
           std::max(buf_bytes, largest_transfer((*rd)[static_cast<size_t>(rs.rank)], pc.block_size));
   pt.pool = std::make_unique<BufferPool>(
       nbuf, buf_bytes, std::max<uint64_t>(rs.facts.fs.dio_mem_align, 4096), pt.pattern->period());
+  sync_current(rs, pt);
 
   for (int rep = 0; rep < rs.cfg.repetitions; rep++) run_repetition(rs, pt, rep);
   pt.pj["repetitions"] = pt.reps;
@@ -319,7 +321,6 @@ json run_point(RunState& rs, int pi) {
   point_settings(rs, pt);
   pt.pj["warnings"] = pt.warnings;
   pt.pj["status"] = "ok";
-  rs.current = nullptr;
   rs.deadline.disarm();
   if (!rs.cfg.keep && rs.rank == 0 && rs.opt.phases == Phases::both) {
     std::error_code ec;

@@ -2,6 +2,7 @@
 // partial document rewritten after every repetition.
 #include "ckptbench/progress.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -78,17 +79,39 @@ void print_repetition(const RunState& rs, const PointRun& pt, int rep, const Pha
   std::fflush(stdout);
 }
 
-nlohmann::json partial_document(const nlohmann::json& doc, const PointRun& pt) {
+nlohmann::json partial_document(const nlohmann::json& doc, const nlohmann::json& current) {
   nlohmann::json partial = doc;
-  nlohmann::json cur = pt.pj;
-  cur["repetitions"] = pt.reps;
-  cur["status"] = "incomplete";
-  partial["points"].push_back(cur);
+  if (!current.is_null()) {
+    nlohmann::json& cur = partial["points"].emplace_back(current);
+    if (!cur.contains("repetitions")) cur["repetitions"] = nlohmann::json::array();
+    cur["status"] = "incomplete";
+  }
   partial["status"] = "failed";
   partial["error"] =
       "interrupted: the run did not finish (this document is rewritten when it does)";
   partial["points_completed"] = doc["points"].size();
   return partial;
+}
+
+void sync_current(RunState& rs, const PointRun& pt, const nlohmann::json* rep) {
+  nlohmann::json cur = pt.pj;
+  cur["warnings"] = pt.warnings;
+  auto g = live_lock(rs);  // the watcher may be reading rs.current
+  nlohmann::json reps = nlohmann::json::array();
+  if (rs.current.is_object() && rs.current.contains("repetitions"))
+    reps = std::move(rs.current["repetitions"]);
+  if (rep != nullptr) reps.push_back(*rep);
+  cur["repetitions"] = std::move(reps);
+  rs.current = std::move(cur);
+}
+
+void report_progress(RunState& rs) {
+  if (rs.rank != 0 || !rs.opt.on_progress) return;
+  const double t0 = now_s();
+  if (t0 < rs.progress_due_s) return;
+  rs.opt.on_progress(partial_document(rs.doc, rs.current));
+  const double t1 = now_s();
+  rs.progress_due_s = t1 + std::max(kProgressGapS, 9 * (t1 - t0));
 }
 
 }  // namespace ckpt

@@ -102,11 +102,11 @@ void warn_if_cached(RunState& rs, PointRun& pt, const json& cache, int rep) {
 // before it ends the job.
 class StallScope {
  public:
-  StallScope(RunState& rs, PointRun& pt) : g_(rs.agree.stall) {
+  explicit StallScope(RunState& rs) : g_(rs.agree.stall) {
     g_.limit_s = rs.cfg.stall_timeout_s;
     if (rs.rank == 0 && rs.opt.on_progress)
-      g_.on_stall = [&rs, &pt](const std::string& msg) {
-        json d = partial_document(rs.doc, pt);
+      g_.on_stall = [&rs](const std::string& msg) {
+        json d = partial_document(rs.doc, rs.current);
         d["error"] = msg;
         rs.opt.on_progress(d);
       };
@@ -132,18 +132,16 @@ uint64_t sum_verified(RunState& rs, uint64_t v, const std::string& where) {
   return vsum;
 }
 
-// The repetition's report goes into the point; rank 0 rewrites the partial document.
+// The repetition's report goes into the point and into rs.current (the partial report).
 void finish_repetition(RunState& rs, PointRun& pt, const json& rj) {
   pt.reps.push_back(rj);
-  rs.current = pt.pj;
-  rs.current["repetitions"] = pt.reps;
-  rs.current["warnings"] = pt.warnings;
+  sync_current(rs, pt, &rj);
 }
 
 // --phases restore: the saved files read back by this job's ranks (regroup_reads), each rank
 // verifying what it reads against the saved pattern; nothing is created or removed.
 void restore_only_repetition(RunState& rs, PointRun& pt, int rep) {
-  StallScope stall(rs, pt);
+  StallScope stall(rs);
   const bool existing = !rs.opt.read_dir.empty();  // --read-dir: not ckptbench's files
   const std::string sub =
       existing ? std::string(".") : rs.saved.at(static_cast<size_t>(pt.index - 1)).dir;
@@ -176,9 +174,7 @@ void restore_only_repetition(RunState& rs, PointRun& pt, int rep) {
   rj["bytes_verified"] = sum_verified(rs, dp.bytes_verified(), where);
   finish_repetition(rs, pt, rj);
   print_repetition(rs, pt, rep, nullptr, &restore);
-  auto [po, pm] = attempt(rs.rank, [&] {
-    if (rs.rank == 0 && rs.opt.on_progress) rs.opt.on_progress(partial_document(rs.doc, pt));
-  });
+  auto [po, pm] = attempt(rs.rank, [&] { report_progress(rs); });
   rs.agree(po, pm, 0);
 }
 
@@ -188,7 +184,7 @@ void run_repetition(RunState& rs, PointRun& pt, int rep) {
   if (rs.opt.phases == Phases::restore) return restore_only_repetition(rs, pt, rep);
   const IoPlan& plan = pt.prep.plan;
   const RankIo& mine = plan.ranks[static_cast<size_t>(rs.rank)];
-  StallScope stall(rs, pt);
+  StallScope stall(rs);
   char sub[64];
   std::snprintf(sub, sizeof sub, "point-%03d/rep-%02d", pt.index, rep + 1);
   const std::string dir = rs.run_dir + "/" + sub;
@@ -209,9 +205,7 @@ void run_repetition(RunState& rs, PointRun& pt, int rep) {
     if (rep == 0) check_striping(rs, pt, ck.dir);
     finish_repetition(rs, pt, rj);
     print_repetition(rs, pt, rep, &save, nullptr);
-    auto [po, pm] = attempt(rs.rank, [&] {
-      if (rs.rank == 0 && rs.opt.on_progress) rs.opt.on_progress(partial_document(rs.doc, pt));
-    });
+    auto [po, pm] = attempt(rs.rank, [&] { report_progress(rs); });
     rs.agree(po, pm, 0);
     guarded_barrier(rs.comm, rs.agree.stall, "at the barrier after the save " + where);
     auto [o, m] = attempt(rs.rank, [&] {
@@ -267,16 +261,11 @@ void run_repetition(RunState& rs, PointRun& pt, int rep) {
   rj["verified"] = rs.cfg.verify;
   rj["bytes_verified"] = vsum;
   rj["restore"]["verify_inline"] = rs.cfg.verify;
-  pt.reps.push_back(rj);
-  rs.current = pt.pj;
-  rs.current["repetitions"] = pt.reps;
-  rs.current["warnings"] = pt.warnings;
+  finish_repetition(rs, pt, rj);
   print_repetition(rs, pt, rep, &save, &restore);
 
   // Every rank passes here; only rank 0 writes, and all agree on whether it worked.
-  auto [po, pm] = attempt(rs.rank, [&] {
-    if (rs.rank == 0 && rs.opt.on_progress) rs.opt.on_progress(partial_document(rs.doc, pt));
-  });
+  auto [po, pm] = attempt(rs.rank, [&] { report_progress(rs); });
   rs.agree(po, pm, 0);
   // Clean up (untimed) unless kept.
   guarded_barrier(rs.comm, rs.agree.stall, "at the barrier before the clean-up " + where);

@@ -181,6 +181,7 @@ void record_failure(RunState& rs, RunResult& res, const Error& e) {
     error = why + error;
   }
   res.error = error;
+  auto g = live_lock(rs);
   rs.doc["status"] = "failed";
   rs.doc["error"] = error;
   if (dynamic_cast<const TimeoutError*>(&e)) rs.doc["timed_out_point"] = rs.deadline.point();
@@ -188,8 +189,10 @@ void record_failure(RunState& rs, RunResult& res, const Error& e) {
   if (!rs.current.is_null()) {
     rs.current["status"] = "failed";
     rs.current["error"] = error;
-    rs.doc["points"].push_back(rs.current);
+    rs.doc["points"].push_back(std::move(rs.current));
+    rs.current = nullptr;
   }
+  if (g.owns_lock()) g.unlock();
   // Every rank agreed on this error, so a barrier is safe; then remove what this run made.
   MPI_Barrier(rs.comm);
   if (!rs.cfg.keep && rs.rank == 0 && rs.opt.phases != Phases::restore) {
@@ -376,14 +379,12 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
   RunOptions ropt = opt;
   if (rank == 0 && opt.on_progress)
     ropt.on_progress = [&on_signal](const json& partial) { on_signal.progress(partial); };
-  if (rank == 0) {
-    json seed = doc;
-    seed["status"] = "failed";
-    seed["points_completed"] = 0;
-    on_signal.seed(seed);
-  }
   RunState rs{cfg,    ropt,  comm, rank,    size,  agree, deadline, target, run_dir,
               run_fd, facts, doc,  nullptr, false, {},    {},       {}};
+  if (rank == 0) {
+    rs.live_mu = &on_signal.mutex();
+    on_signal.set_snapshot([&rs] { return partial_document(rs.doc, rs.current); });
+  }
   rs.say = rank == 0 && !opt.quiet;
   rs.saved = std::move(saved);
   rs.read_files = std::move(read_files);
@@ -393,8 +394,12 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
   MPI_Comm_dup(comm, &rs.framework_comm);
   Watchdog watchdog(deadline, cfg.timeout_s, rank);
   try {
-    for (int pi = 0; pi < static_cast<int>(cfg.points.size()); pi++)
-      doc["points"].push_back(run_point(rs, pi));
+    for (int pi = 0; pi < static_cast<int>(cfg.points.size()); pi++) {
+      json p = run_point(rs, pi);
+      auto g = live_lock(rs);
+      doc["points"].push_back(std::move(p));
+      rs.current = nullptr;
+    }
     if (opt.phases == Phases::save) {
       // The manifest a later --phases restore job reads (rank 0; every rank agrees it worked).
       auto [o, m] = attempt(rank, [&] {
@@ -406,12 +411,14 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
                     {"points", json::array()}};
         for (const auto& sp : rs.saved) man["points"].push_back(saved_point_json(sp));
         write_report(man, run_dir + "/" + kManifestName);
+        auto g = live_lock(rs);
         doc["manifest"] = run_dir + "/" + kManifestName;
         if (!opt.quiet)
           std::printf("saved: restore with --phases restore --from %s\n", run_dir.c_str());
       });
       agree(o, m, 0);
     }
+    auto g = live_lock(rs);
     doc["status"] = "ok";
   } catch (const Error& e) {
     record_failure(rs, res, e);
@@ -420,7 +427,12 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
     std::error_code ec;
     std::filesystem::remove(run_dir, ec);  // only if empty: never deletes what we did not make
   }
-  doc["finished_at"] = utc_now();
+  {
+    auto g = live_lock(rs);
+    doc["finished_at"] = utc_now();
+  }
+  // rs ends before the watcher does: from here on it reads the document alone.
+  if (rank == 0) on_signal.set_snapshot([&doc] { return doc; });
   res.write_doc = true;
   res.doc = rank == 0 ? doc : json::object();
   return res;

@@ -39,7 +39,7 @@ class PeerLeftError : public IoError {
 // up to max_us, so a rank waiting for a slow, stopped or hung peer does not hold a core.
 class Backoff {
  public:
-  explicit Backoff(double spin_s = 0.002, long max_us = 10000);
+  explicit Backoff(double spin_s = 0.002, long max_us = 1000);
   void pause();
   double waited_s() const;
 

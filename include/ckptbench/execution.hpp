@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -134,7 +135,17 @@ struct RunState {
   ReadDirAssignment read_assignment;  // which rank reads which of them
   // A duplicate of comm for the framework's collectives inside a phase (PhaseContext).
   MPI_Comm framework_comm = MPI_COMM_NULL;
+  // Rank 0: the lock under which the stop-signal watcher reads doc and current for its emergency
+  // report (SignalCleanup::set_snapshot); the run holds it while it changes them (live_lock).
+  std::mutex* live_mu = nullptr;
+  double progress_due_s = 0;  // rank 0: when the partial report may be rewritten (progress.cpp)
 };
+
+// The lock of RunState::live_mu (none where it is not set).
+inline std::unique_lock<std::mutex> live_lock(RunState& rs) {
+  return rs.live_mu != nullptr ? std::unique_lock<std::mutex>(*rs.live_mu)
+                               : std::unique_lock<std::mutex>();
+}
 
 // One point as it runs.
 struct PointRun {
@@ -199,8 +210,20 @@ nlohmann::json defeat_cache(RunState& rs, PointRun& pt, const std::string& dir,
 // (either phase may be null: a save-only or restore-only run).
 void print_repetition(const RunState& rs, const PointRun& pt, int rep, const PhaseResult* save,
                       const PhaseResult* restore);
-// The document as it would stand if the run died now: the finished points, this point with its
-// finished repetitions ("incomplete"), status "failed" with the reason "interrupted".
-nlohmann::json partial_document(const nlohmann::json& doc, const PointRun& pt);
+// The document as it would stand if the run died now: the finished points, the point being run
+// (`current`, when not null) with its finished repetitions ("incomplete"), status "failed" with
+// the reason "interrupted".
+nlohmann::json partial_document(const nlohmann::json& doc, const nlohmann::json& current);
+// rs.current = pt.pj with the point's warnings and finished repetitions, `rep` (when given)
+// appended, under live_lock. The repetitions are moved, not copied: this costs the size of pt.pj,
+// whatever the number of repetitions.
+void sync_current(RunState& rs, const PointRun& pt, const nlohmann::json* rep = nullptr);
+// Rank 0 rewrites the partial report (RunOptions::on_progress) after a repetition, paced so that
+// the rewrites, whose cost grows with the report, stay a bounded share of the run: at most one
+// per kProgressGapS seconds and never sooner than 9 times the last rewrite's time after it ends
+// (at most 10 % of the run). A stop signal's report (interrupt.hpp) is not paced: it holds every
+// finished repetition.
+constexpr double kProgressGapS = 1.0;
+void report_progress(RunState& rs);
 
 }  // namespace ckpt

@@ -26,11 +26,13 @@ class SignalCleanup {
   SignalCleanup(const SignalCleanup&) = delete;
   SignalCleanup& operator=(const SignalCleanup&) = delete;
 
-  // The document as it would stand if the run died now (kept for the emergency write), and the
-  // write itself, serialised with the watcher's.
+  // Writes a partial report, serialised with the watcher's write.
   void progress(const nlohmann::json& partial);
-  // Keeps `partial` for the emergency write without writing it.
-  void seed(const nlohmann::json& partial);
+  // What the watcher writes on a signal: the document as it would stand if the run died now,
+  // built by `snapshot` under mutex(). The run holds mutex() while it changes what snapshot
+  // reads, and never while it calls progress().
+  void set_snapshot(std::function<nlohmann::json()> snapshot);
+  std::mutex& mutex() { return mu_; }
   // True once the watcher acted on a signal.
   bool fired() const { return fired_.load(); }
 
@@ -43,7 +45,7 @@ class SignalCleanup {
   std::function<void(const nlohmann::json&)> report_;
   std::function<void()> after_;
   std::mutex mu_;
-  nlohmann::json last_;
+  std::function<nlohmann::json()> snapshot_;
   std::atomic<bool> stop_{false}, fired_{false};
   std::thread thread_;
 };

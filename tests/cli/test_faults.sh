@@ -30,10 +30,12 @@ run() {
 run point3 "point=3,phase=save,rank=1" "$work/sweep.json"
 if [ "$code" -eq 1 ]; then ok "point 3 failure exits 1"; else bad "point 3 failure: exit $code: $out"; fi
 if [ -f "$doc" ] && [ "$(jq_py "$doc" "d['status']")" = failed ] \
-   && [ "$(jq_py "$doc" "len(d['points'])")" = 2 ] \
-   && [ "$(jq_py "$doc" "all(p['status']=='ok' for p in d['points'])")" = True ] \
+   && [ "$(jq_py "$doc" "len(d['points'])")" = 3 ] && [ "$(jq_py "$doc" "d['points_completed']")" = 2 ] \
+   && [ "$(jq_py "$doc" "[p['status'] for p in d['points']]")" = "['ok', 'ok', 'failed']" ] \
+   && [ "$(jq_py "$doc" "len(d['points'][2]['repetitions'])")" = 0 ] \
+   && jq_py "$doc" "d['points'][2]['error']" | grep -q "injected fault" \
    && jq_py "$doc" "d['error']" | grep -q "rank 1" && jq_py "$doc" "d['error']" | grep -q "injected fault"; then
-  ok "partial document: 2 finished points and the error"
+  ok "partial document: 2 finished points, the failed point 3 (no repetition finished) and the error"
 else
   bad "partial document wrong: $(cat "$doc" 2>/dev/null | head -c 600)"
 fi
