@@ -7,7 +7,12 @@ writes one CSV row per point and phase (columns: CSV_COLUMNS, defined in docs/me
 section "CSV"; the same columns as `ckptbench run --csv FILE`).
 
 Defensive on purpose: a report may be partial (a failed or interrupted run), or from an older
-schema; missing values come back as None rather than raising. Standard library only.
+schema; missing values (absent or null) come back as None rather than raising. A file that is not
+a sound report is refused with one ReportError naming the file and what is wrong (the scripts
+print it as one line and exit 2): larger than MAX_REPORT_BYTES (checked before reading), not
+UTF-8, not JSON, nested more than MAX_DEPTH levels, a string that is not valid Unicode (a lone
+surrogate such as \\ud800), or a field the scripts use with the wrong type, e.g. "points[3].config
+is a list, want an object" (REPORT_FIELDS; paths count list items from 0). Standard library only.
 """
 
 import argparse
@@ -16,6 +21,8 @@ import importlib.util
 import json
 import math
 import os
+import re
+import stat
 import statistics
 import subprocess
 import sys
@@ -26,10 +33,27 @@ RUN_SPECIFIC_KEYS = ("target", "name", "comment", "repetitions", "verify", "keep
                      "timeout_s", "stall_timeout_s", "free_space_check", "sweep", "exclude")
 # The Python whose modules Debian's python3-* packages install.
 SYSTEM_PYTHON = "/usr/bin/python3"
+# Limits on the files read (reports and --reference outputs). A larger file is refused before it
+# is read; a deeper document after parsing (ckptbench writes about 10 levels; Python's json parser
+# itself gives up near 1,000 levels with a RecursionError, which is caught). Numbers the scripts
+# use must lie in 0..MAX_NUMBER (the report's int64 range; keeps sums and plot axes finite).
+MAX_REPORT_BYTES = 256 * 2**20
+MAX_DEPTH = 64
+MAX_NUMBER = 2.0 ** 63
 
 
 class ReportError(Exception):
-    pass
+    """A file that is not a usable report, the message naming it. other_tool: the file may
+    still be another tool's JSON output (it is not JSON, or JSON without a report's shape)."""
+
+    def __init__(self, msg, other_tool=False):
+        super().__init__(msg)
+        self.other_tool = other_tool
+
+
+def short(s, width=40):
+    """s cut to width characters (an ellipsis marks the cut)."""
+    return s if len(s) <= width else s[:width - 1] + "…"
 
 
 # ---------------------------------------------------------------- interpreter and modules
@@ -60,20 +84,227 @@ def require_module(script, module, install, switch=True):
 
 # ---------------------------------------------------------------- reading reports
 
-def load_report(path, require_schema=False):
-    """The report at path as a dict; ReportError naming the file when it is not one."""
+def _read_text(path, errors="strict"):
+    """The file's text (UTF-8); ReportError naming the file when it cannot be read, is larger
+    than MAX_REPORT_BYTES or (errors="strict") is not UTF-8."""
+    too_big = f"larger than {MAX_REPORT_BYTES // 2**20} MiB, the most a report may have"
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if stat.S_ISREG(st.st_mode) and st.st_size > MAX_REPORT_BYTES:
+                raise ReportError(f"{path}: {st.st_size} bytes, {too_big}")
+            data = f.read(MAX_REPORT_BYTES + 1)  # a pipe or device has no size to check first
     except OSError as e:
         raise ReportError(f"{path}: cannot read ({e.strerror or e})") from e
-    except (ValueError, UnicodeDecodeError) as e:
-        raise ReportError(f"{path}: not valid JSON ({e})") from e
-    if not isinstance(doc, dict) or not isinstance(doc.get("points"), list):
-        raise ReportError(f"{path}: not a ckptbench report (no 'points' list)")
+    if len(data) > MAX_REPORT_BYTES:
+        raise ReportError(f"{path}: {too_big}")
+    try:
+        return data.decode("utf-8", errors=errors)
+    except UnicodeDecodeError as e:
+        raise ReportError(f"{path}: not valid JSON (not UTF-8: byte 0x{data[e.start]:02x} at "
+                          f"offset {e.start})", other_tool=True) from None
+
+
+# A lone UTF-16 surrogate: json accepts "\ud800", but it cannot be printed or drawn.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _jpath(keys):
+    """A JSON path such as points[3].config.layout (list items counted from 0), kept short."""
+    out = ""
+    for k in keys:
+        if isinstance(k, int):
+            out += f"[{k}]"
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,39}", k):
+            out += ("." if out else "") + k
+        else:
+            out += "[" + json.dumps(short(k, 40)) + "]"
+    if len(out) > 160:
+        out = out[:90] + "…" + out[-60:]
+    return out or "the document"
+
+
+def _check_tree(doc, path):
+    """ReportError when doc nests more than MAX_DEPTH levels or holds a string (or key) with a
+    lone surrogate. Iterative: a deep document cannot exhaust Python's stack here."""
+    stack = [(doc, 1, None, None)]  # (value, depth, parent entry, key in the parent)
+
+    def where(entry, key=None):
+        keys = [] if key is None else [key]
+        while entry is not None and entry[2] is not None:
+            keys.append(entry[3])
+            entry = entry[2]
+        return _jpath(reversed(keys))
+
+    while stack:
+        entry = stack.pop()
+        v, depth = entry[0], entry[1]
+        if depth > MAX_DEPTH:
+            raise ReportError(f"{path}: nested more than {MAX_DEPTH} levels deep (at "
+                              f"{where(entry)})")
+        items = v.items() if isinstance(v, dict) else enumerate(v)
+        for k, x in items:
+            if isinstance(k, str) and _SURROGATE.search(k):
+                raise ReportError(f"{path}: {where(entry, k)}: the key is not valid Unicode (a "
+                                  "lone surrogate)")
+            if isinstance(x, str):
+                if _SURROGATE.search(x):
+                    raise ReportError(f"{path}: {where(entry, k)} is a string that is not valid "
+                                      "Unicode (a lone surrogate)")
+            elif isinstance(x, (dict, list)):
+                stack.append((x, depth + 1, entry, k))
+
+
+def _parse(path, text):
+    """text as JSON, checked by _check_tree; ReportError naming the file when it is not JSON."""
+    try:
+        doc = json.loads(text)
+    except RecursionError:
+        raise ReportError(f"{path}: nested too deeply to parse (a report may nest at most "
+                          f"{MAX_DEPTH} levels)") from None
+    except MemoryError:
+        raise ReportError(f"{path}: too large to parse in this machine's memory") from None
+    except ValueError as e:
+        raise ReportError(f"{path}: not valid JSON ({e})", other_tool=True) from e
+    if isinstance(doc, (dict, list)):
+        _check_tree(doc, path)
+    return doc
+
+
+def load_report(path, require_schema=False):
+    """The report at path as a dict, checked against REPORT_FIELDS; ReportError naming the file
+    (and the JSON path of a bad field) when it is not a sound report."""
+    doc = _parse(path, _read_text(path))
+    if not isinstance(doc, dict):
+        raise ReportError(f"{path}: not a ckptbench report: the document is "
+                          f"{_kind(doc)}, want an object", other_tool=True)
+    if "points" not in doc:
+        raise ReportError(f"{path}: not a ckptbench report (no 'points' list)", other_tool=True)
+    if not isinstance(doc["points"], list):
+        raise ReportError(f"{path}: not a ckptbench report: points is {_kind(doc['points'])}, "
+                          "want a list", other_tool=True)
     if require_schema and "schema_version" not in doc:
         raise ReportError(f"{path}: no 'schema_version' (not a ckptbench report?)")
+    check_fields(doc, REPORT_FIELDS, path)
     return doc
+
+
+# ---------------------------------------------------------------- checking reports
+
+# The fields that plot.py, compare.py and the CSV read, with their types: "number" (finite,
+# 0..MAX_NUMBER), "signed" (finite, -MAX_NUMBER..MAX_NUMBER), "string", "boolean", "any"; a dict
+# is an object ("*": every other key), [spec] a list of spec, a tuple either of its specs, and
+# "<=" in a dict keys whose numbers must not decrease. A field may be absent or null (missing);
+# a list item must be there. Fields not listed are not looked at.
+_MMM = {"min": "number", "mean": "number", "max": "number"}
+_PHASE = {"bytes": "number", "files": "number", "elapsed_s": "number",
+          "bandwidth_GiBps": "number", "iops": "number", "metadata_ops_per_s": "number",
+          "straggler_ratio": "number", "rank_time_s": _MMM, "rank_times_s": ["number"],
+          "steps": {"*": _MMM},
+          "latency": {k: "number" for k in ("count", "p50_us", "p90_us", "p99_us", "p999_us",
+                                            "max_us")}}
+_SUMMARY = {"bandwidth_GiBps": {"min": "number", "median": "number", "max": "number",
+                                "<=": ("min", "median", "max")}}
+_MODEL = ("string", {"name": "string"})
+_POINT = {
+    "index": "number", "status": "string", "params": {"*": "any"},
+    "config": {"model": _MODEL, "layout": "string", "backend": "string", "direct": "boolean",
+               "block_size": "number", "queue_depth": "number", "stripe_count": "signed",
+               "stripe_size": "number"},
+    "plan": {"payload_bytes": "number", "files": "number", "file_bytes": "number"},
+    "repetitions": [{"save": _PHASE, "restore": _PHASE,
+                     "lifecycle": {"checkpoints": [{"blocked_s": _MMM, "durable_s": _MMM}]}}],
+    "summary": {"save": _SUMMARY, "restore": _SUMMARY},
+}
+REPORT_FIELDS = {
+    "schema_version": "number", "status": "string", "error": "string",
+    "tool": {"name": "string", "version": "string", "git": "string"},
+    "framework": {"name": "string", "version": "string", "file_mode": "string",
+                  "fsync": "boolean"},
+    "config": {"name": "string", "model": _MODEL},
+    "environment": {"ranks": "number"},
+    "points": [_POINT],
+}
+_SCALARS = ("number", "signed", "string", "boolean", "any")
+
+
+def _kind(v):
+    """What v is, for a message: 'a list', 'a string ("fast")', '-1', 'NaN'."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        try:
+            f = float(v)
+        except OverflowError:
+            return "a number beyond 1e308"
+        if math.isnan(f):
+            return "NaN"
+        return f"{v}" if isinstance(v, int) and abs(v) < 1e15 else f"{f:.6g}"
+    if isinstance(v, str):
+        return f"a string ({json.dumps(short(v, 20))})"
+    return "an object" if isinstance(v, dict) else "a list"
+
+
+def _want(spec):
+    if isinstance(spec, tuple):
+        return " or ".join(_want(s) for s in spec)
+    if isinstance(spec, dict):
+        return "an object"
+    if isinstance(spec, list):
+        return "a list"
+    return {"number": "a number from 0 to 2^63", "signed": "a number from -2^63 to 2^63",
+            "string": "a string", "boolean": "true or false"}[spec]
+
+
+def _fits(v, spec):
+    """Whether v has spec's type (for containers: is one; their content is checked apart)."""
+    if isinstance(spec, tuple):
+        return any(_fits(v, s) for s in spec)
+    if isinstance(spec, dict):
+        return isinstance(v, dict)
+    if isinstance(spec, list):
+        return isinstance(v, list)
+    if spec == "any":
+        return True
+    if spec == "string":
+        return isinstance(v, str)
+    if spec == "boolean":
+        return isinstance(v, bool)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    try:
+        f = float(v)
+    except OverflowError:
+        return False
+    return (0.0 if spec == "number" else -MAX_NUMBER) <= f <= MAX_NUMBER  # False for NaN
+
+
+def check_fields(v, spec, path, where=()):
+    """ReportError naming path and the JSON path of the first value in v that does not fit
+    spec (see REPORT_FIELDS). Recursion follows spec, which is a few levels deep."""
+    if not _fits(v, spec):
+        raise ReportError(f"{path}: {_jpath(where)} is {_kind(v)}, want {_want(spec)}")
+    if isinstance(spec, tuple):
+        spec = next(s for s in spec if _fits(v, s))
+    if isinstance(spec, list):
+        for i, x in enumerate(v):
+            if x is None and spec[0] not in _SCALARS:
+                raise ReportError(f"{path}: {_jpath(where + (i,))} is null, want "
+                                  f"{_want(spec[0])}")
+            if x is not None:
+                check_fields(x, spec[0], path, where + (i,))
+    elif isinstance(spec, dict):
+        for k, x in v.items():
+            sub = spec.get(k, spec.get("*"))
+            if x is not None and sub is not None and k != "<=":
+                check_fields(x, sub, path, where + (k,))
+        order = [(k, v[k]) for k in spec.get("<=", ()) if v.get(k) is not None]
+        for (k1, x1), (k2, x2) in zip(order, order[1:]):
+            if x1 > x2:
+                raise ReportError(f"{path}: {_jpath(where)}: {k1} {_kind(x1)} is above {k2} "
+                                  f"{_kind(x2)}, want {' <= '.join(spec['<='])}")
 
 
 def get(obj, *path, default=None):
@@ -93,7 +324,10 @@ def num(v):
     """A finite number as float, else None (booleans are not numbers here)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
-    v = float(v)
+    try:
+        v = float(v)
+    except OverflowError:  # an integer beyond a float's range
+        return None
     return v if math.isfinite(v) else None
 
 
@@ -166,7 +400,8 @@ def _fio_lines(doc):
     groups = {}
     for job in doc["jobs"]:
         if isinstance(job, dict):
-            groups.setdefault(job.get("groupid", 0), []).append(job)
+            # json.dumps: any JSON value as a key (a list is not hashable).
+            groups.setdefault(json.dumps(job.get("groupid", 0)), []).append(job)
     out = []
     for gid, jobs in groups.items():
         for direction, phase in (("write", "save"), ("read", "restore")):
@@ -179,10 +414,10 @@ def _fio_lines(doc):
                 total = sum(num(s.get("io_bytes")) or 0 for s in sides)
                 longest = max([num(s.get("runtime")) or 0 for s in sides] or [0])
                 bps = total / (longest / 1000) if longest > 0 else None
-            if not bps:
+            if not bps or not 0 < bps <= MAX_NUMBER:
                 continue
             name = jobs[0].get("jobname")
-            suffix = f" ({name})" if len(groups) > 1 and isinstance(name, str) else ""
+            suffix = f" ({short(name)})" if len(groups) > 1 and isinstance(name, str) else ""
             out.append({"tool": "fio", "phase": phase, "GiBps": bps / 2**30,
                         "label": f"fio {direction} {bps / 2**30:.2f} GiB/s{suffix}"})
     return out
@@ -195,13 +430,14 @@ def _ior_lines(doc):
     out = []
     for e in entries:
         op = e.get("operation")
-        phase = {"write": "save", "read": "restore"}.get(op)
+        phase = {"write": "save", "read": "restore"}.get(op) if isinstance(op, str) else None
         mib, what = num(e.get("bwMeanMIB")), "mean"
         if mib is None:
             mib, what = num(e.get("bwMaxMIB")), "max"
-        if phase is None or not mib:
+        if phase is None or not mib or not 0 < mib <= MAX_NUMBER:
             continue
-        test = f", test {e['TestID']}" if len(entries) > 2 and "TestID" in e else ""
+        test = (f", test {short(json.dumps(e['TestID']), 20)}"
+                if len(entries) > 2 and "TestID" in e else "")
         out.append({"tool": "IOR", "phase": phase, "GiBps": mib / 1024,
                     "label": f"IOR {op} {mib / 1024:.2f} GiB/s ({what}{test})"})
     return out
@@ -211,12 +447,14 @@ def load_reference(path):
     """Reference bandwidths from a fio JSON output (fio --output-format=json) or an IOR JSON
     output (ior -O summaryFormat=JSON): a list of {tool, phase ('save' for writes, 'restore'
     for reads), GiBps, label}. ReportError naming the file when it is neither or holds none."""
+    text = _read_text(path, errors="replace")
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-    except OSError as e:
-        raise ReportError(f"{path}: cannot read ({e.strerror or e})") from e
-    doc = _json_in_tool_output(text)
+        doc = _json_in_tool_output(text)
+    except RecursionError:
+        raise ReportError(f"{path}: nested too deeply to parse (at most {MAX_DEPTH} levels "
+                          "are read)") from None
+    if isinstance(doc, (dict, list)):
+        _check_tree(doc, path)
     if isinstance(doc, dict) and isinstance(doc.get("jobs"), list):
         lines = _fio_lines(doc)
     elif isinstance(doc, dict) and isinstance(doc.get("summary"), list):

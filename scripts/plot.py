@@ -27,8 +27,11 @@ Figures (each skipped, with a one-line note, when the reports hold no data for i
 summaryFormat=JSON: summary[].bwMeanMIB per operation) as a labelled line ("fio write 1.23
 GiB/s") on the bandwidth figures: writes on the save panels, reads on the restore panels.
 
-Inputs that are not ckptbench reports (unreadable, not JSON, another tool's JSON) are skipped
-with a warning naming the file; the exit status is 2 only when no input is a report.
+Inputs that are not ckptbench reports (unreadable, not JSON, another tool's JSON, or a report
+that fails scripts/ckptreport.py's checks: over 256 MiB, nested over 64 levels, a field of the
+wrong type) are skipped with a warning naming the file and what is wrong; the exit status is 2
+only when no input is a report (with a single input: one line on stderr, "plot.py: error: ...").
+Text drawn from the reports (labels, legends, titles) is cut to LABEL_WIDTH characters.
 Several reports are pooled: a point's series label then includes the report's name
 (config.name, else the file name). Python 3 and matplotlib (Debian: python3-matplotlib, or
 scripts/setup.sh --with-plots); when the python3 running it lacks matplotlib and
@@ -43,7 +46,7 @@ import sys
 
 try:
     from ckptreport import PHASES, RUN_SPECIFIC_KEYS, ReportError, get, load_reference, \
-        load_report, num, phase_bandwidth, require_module
+        load_report, num, phase_bandwidth, require_module, short
 except ImportError:
     print("plot.py: error: needs ckptreport.py from the same directory (scripts/); run "
           "scripts/plot.py from the ckptbench source tree", file=sys.stderr)
@@ -65,6 +68,9 @@ SHORT = {"queue_depth": "QD", "block_size": "bs", "parallelism.tp": "TP", "paral
          "parallelism.dp": "DP", "parallelism.zero_stage": "ZeRO", "stripe_count": "stripes",
          "stripe_size": "stripe", "chunk_size": "chunk", "ranks_per_file": "ranks/file"}
 SIZE_KEYS = ("block_size", "stripe_size", "chunk_size", "align")
+# Characters of a label, legend entry or tick label drawn from a report (longer text is cut, an
+# ellipsis marking the cut: a 100,000-character value would overflow matplotlib's rasteriser).
+LABEL_WIDTH = 80
 
 
 # ---------------------------------------------------------------- reading reports
@@ -79,9 +85,15 @@ def flatten(obj, prefix=""):
     return out
 
 
-def short(s, width=40):
-    """s cut to width characters (an ellipsis marks the cut)."""
-    return s if len(s) <= width else s[:width - 1] + "…"
+def clean(s, width=LABEL_WIDTH):
+    """Text from a report on one line (control characters as spaces), cut to width characters."""
+    return short("".join(c if c.isprintable() else " " for c in str(s)), width)
+
+
+def shown(s, width=LABEL_WIDTH):
+    """clean(s) as matplotlib draws it: '$' escaped, else "$...$" would be parsed as mathtext
+    (which can fail). Applied once, where the text is handed to matplotlib."""
+    return clean(s, width).replace("$", r"\$")
 
 
 def fmt_bytes(n):
@@ -135,7 +147,7 @@ class Report:
         self.doc = doc
         name = get(doc, "config", "name")
         self.name = name if isinstance(name, str) and name else ""
-        self.label = short(self.name or os.path.splitext(os.path.basename(path))[0])
+        self.label = clean(self.name or os.path.splitext(os.path.basename(path))[0], 40)
         self.points = []
         self.skipped = 0
         for i, p in enumerate(doc.get("points") or []):
@@ -168,10 +180,10 @@ def label_of(point, keys):
     for k in keys:
         v = point.value(k)
         if k in ("report", "backend", "layout", "direct", "model.name"):
-            parts.append(fmt_value(k, v))
+            parts.append(short(fmt_value(k, v)))
         else:
-            parts.append(f"{SHORT.get(k, k.split('.')[-1])}={fmt_value(k, v)}")
-    return ", ".join(parts) if parts else "all points"
+            parts.append(f"{short(SHORT.get(k, k.split('.')[-1]), 30)}={short(fmt_value(k, v))}")
+    return shown(", ".join(parts)) if parts else "all points"
 
 
 def varying_keys(points, exclude=()):
@@ -250,7 +262,7 @@ class Plotter:
                                  constrained_layout=True, **kw)
 
     def finish(self, fig, name, what):
-        fig.suptitle(f"{self.title}: {what}", fontsize=11)
+        fig.suptitle(shown(f"{self.title}: {what}", 300), fontsize=11)
         for fmt in self.formats:
             path = os.path.join(self.out, f"{name}.{fmt}")
             fig.savefig(path, dpi=110)
@@ -277,11 +289,11 @@ class Plotter:
                      "linestyle": ("--", ":", "-.")[i % 3], "zorder": 1}
             if axis == "y":
                 ax.axhline(r["GiBps"], **style)
-                ax.text(0.99, r["GiBps"], r["label"], transform=ax.get_yaxis_transform(),
+                ax.text(0.99, r["GiBps"], shown(r["label"]), transform=ax.get_yaxis_transform(),
                         ha="right", va="bottom", fontsize=7)
             else:
                 ax.axvline(r["GiBps"], **style)
-                ax.text(r["GiBps"], 0.99, r["label"], transform=ax.get_xaxis_transform(),
+                ax.text(r["GiBps"], 0.99, shown(r["label"]), transform=ax.get_xaxis_transform(),
                         ha="right", va="top", rotation=90, fontsize=7)
         if refs:
             top = max(r["GiBps"] for r in refs) * 1.12
@@ -316,9 +328,9 @@ class Plotter:
         for r in refs:
             if r["GiBps"] <= vmax:
                 cb.ax.axhline(r["GiBps"], color="red", linewidth=2)
-                names.append(r["label"])
+                names.append(shown(r["label"]))
             else:
-                names.append(f"{r['label']} (above the scale)")
+                names.append(f"{shown(r['label'])} (above the scale)")
         if refs:
             cb.set_label(cb.ax.get_ylabel() + "\nred line: " + "; ".join(names), fontsize=8)
 
@@ -485,7 +497,7 @@ class Plotter:
 
     def layouts(self):
         name = "layouts"
-        if self.categories(name, lambda p: p.value("layout"), str, "layout",
+        if self.categories(name, lambda p: p.value("layout"), shown, "layout",
                            "layouts side by side", exclude=("layout",)):
             return True
         self.note(f"skipped {name}: the points do not vary layout")
@@ -499,8 +511,8 @@ class Plotter:
 
         def label(c):
             cnt, size = c.split("|")
-            cnt = "default" if cnt in ("0", "None") else ("all OSTs" if cnt == "-1" else cnt)
-            size = "default" if size in ("0", "None") else fmt_bytes(int(size))
+            cnt = "default" if cnt in ("0", "None") else ("all OSTs" if cnt == "-1" else shown(cnt))
+            size = "default" if size in ("0", "None") else fmt_bytes(float(size))
             return f"count {cnt}, size {size}"
 
         if self.categories(name, key, label, "Lustre stripe count and stripe size (bytes)",
@@ -817,18 +829,25 @@ def main(argv=None):
     require_module("plot.py", "matplotlib",
                    "apt-get install python3-matplotlib (or scripts/setup.sh --with-plots)",
                    switch=argv is None)
-    reports = []
+    reports, skipped = [], []
     for path in a.reports:
         try:
             reports.append(Report(path, load_report(path, require_schema=True)))
         except ReportError as e:
             hint = ""
-            try:
-                load_reference(path)
-                hint = " (a fio or IOR output: give it with --reference)"
-            except ReportError:
-                pass
-            print(f"plot.py: warning: skipping {e}{hint}", file=sys.stderr)
+            if e.other_tool:  # not a report at all: perhaps a --reference file given here
+                try:
+                    load_reference(path)
+                    hint = " (a fio or IOR output: give it with --reference)"
+                except ReportError:
+                    pass
+            skipped.append(f"{e}{hint}")
+    if not reports and len(skipped) == 1:  # one line: what is wrong with the only input
+        print(f"plot.py: error: {skipped[0]}; none of the inputs is a ckptbench report",
+              file=sys.stderr)
+        return 2
+    for msg in skipped:
+        print(f"plot.py: warning: skipping {msg}", file=sys.stderr)
     if not reports:
         print("plot.py: error: none of the inputs is a ckptbench report", file=sys.stderr)
         return 2
@@ -849,7 +868,7 @@ def main(argv=None):
     if any(n > 1 for n in seen.values()):
         for r in reports:
             if seen[r.label] > 1:
-                r.label = f"{r.label} ({short(os.path.basename(r.path), 30)})"
+                r.label = f"{r.label} ({clean(os.path.basename(r.path), 30)})"
                 for p in r.points:
                     p.keys["report"] = r.label
     for r in reports:
@@ -857,8 +876,8 @@ def main(argv=None):
             print(f"plot.py: {r.path}: {r.skipped} point(s) not plotted (status not ok, or no "
                   "measurements)")
         if get(r.doc, "status") not in (None, "ok"):
-            print(f"plot.py: {r.path}: the run's status is {get(r.doc, 'status')!r}: "
-                  f"{get(r.doc, 'error', default='')}")
+            print(f"plot.py: {r.path}: the run's status is {clean(get(r.doc, 'status'))!r}: "
+                  f"{clean(get(r.doc, 'error', default='') or '', 300)}")
     if not any(r.points for r in reports):
         print("plot.py: error: the reports have no completed points to plot", file=sys.stderr)
         return 2

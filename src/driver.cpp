@@ -8,6 +8,7 @@
 #include "ckptbench/driver.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -518,13 +519,18 @@ class Driver {
 
   // DCP's FileSystemReader.read_data (1.13, filesystem.py): torch.load of each item into a new
   // tensor, then target_tensor.copy_(tensor) into the state dict the trainer holds - a copy of
-  // the request's tensor bytes into resident memory.
-  void load_in_place(const FileSpec& f, const Transfer& t, const std::byte* data) {
+  // the request's tensor bytes into resident memory - after which the new tensor is dropped: its
+  // pages go back to the system (glibc returns blocks this large with munmap), here with
+  // MADV_DONTNEED on the pages the request covers whole.
+  void load_in_place(const FileSpec& f, const Transfer& t, std::byte* data) {
     const double c0 = now_s();
     for_each_piece(f, t, [&](const Extent& e, uint64_t pos, uint64_t n, uint64_t at) {
       if (e.shard < 0) return;
       std::memcpy(ctx_.load_into->at(f.id, e.offset + pos), data + at, n);
     });
+    const auto lo = (reinterpret_cast<uintptr_t>(data) + 4095) / 4096 * 4096;
+    const auto hi = (reinterpret_cast<uintptr_t>(data) + t.len) / 4096 * 4096;
+    if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
     const double dt = now_s() - c0;
     rec_.add_time(Step::cpu, dt);
     cpu_s_ += dt;
