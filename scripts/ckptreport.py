@@ -87,7 +87,7 @@ def require_module(script, module, install, switch=True):
 def _read_text(path, errors="strict"):
     """The file's text (UTF-8); ReportError naming the file when it cannot be read, is larger
     than MAX_REPORT_BYTES or (errors="strict") is not UTF-8."""
-    too_big = f"larger than {MAX_REPORT_BYTES // 2**20} MiB, the most a report may have"
+    too_big = f"larger than {MAX_REPORT_BYTES // 2**20} MiB, the most these scripts read"
     try:
         with open(path, "rb") as f:
             st = os.fstat(f.fileno())
@@ -436,8 +436,9 @@ def _ior_lines(doc):
             mib, what = num(e.get("bwMaxMIB")), "max"
         if phase is None or not mib or not 0 < mib <= MAX_NUMBER:
             continue
-        test = (f", test {short(json.dumps(e['TestID']), 20)}"
-                if len(entries) > 2 and "TestID" in e else "")
+        tid = e.get("TestID")
+        tid = tid if isinstance(tid, str) else json.dumps(tid)
+        test = f", test {short(tid, 20)}" if len(entries) > 2 and "TestID" in e else ""
         out.append({"tool": "IOR", "phase": phase, "GiBps": mib / 1024,
                     "label": f"IOR {op} {mib / 1024:.2f} GiB/s ({what}{test})"})
     return out

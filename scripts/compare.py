@@ -34,7 +34,11 @@ other step the report has; those a report lacks are left out. The real side's st
 sync_s with realfw.py --fsync) follow. --match does not apply here.
 
 Exit status: 0 when the comparison was printed (also when nothing matched), 2 on an unreadable
-file, a document that is not a ckptbench report, or reports of different schema_version.
+file, a document that is not a ckptbench report, reports of different schema_version, or a report
+that fails scripts/ckptreport.py's checks (larger than 256 MiB, not UTF-8, nested more than 64
+levels, a field used here with the wrong type or a number out of range): one line on stderr naming
+the file and what is wrong, e.g. "compare.py: error: B.json: points[3].config is a list, want an
+object" (list items counted from 0).
 Standard library only (and scripts/ckptreport.py next to this script).
 """
 

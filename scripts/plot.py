@@ -497,7 +497,7 @@ class Plotter:
 
     def layouts(self):
         name = "layouts"
-        if self.categories(name, lambda p: p.value("layout"), shown, "layout",
+        if self.categories(name, lambda p: p.value("layout"), lambda c: shown(c, 40), "layout",
                            "layouts side by side", exclude=("layout",)):
             return True
         self.note(f"skipped {name}: the points do not vary layout")

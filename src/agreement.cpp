@@ -75,6 +75,18 @@ std::string bcast_string(std::string s, int root, MPI_Comm comm) {
   return s;
 }
 
+nlohmann::json bcast_json(const nlohmann::json& j, int root, MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string bytes;
+  if (rank == root) {
+    const std::vector<std::uint8_t> v = nlohmann::json::to_cbor(j);
+    bytes.assign(v.begin(), v.end());
+  }
+  bytes = bcast_string(std::move(bytes), root, comm);
+  return nlohmann::json::from_cbor(bytes);
+}
+
 std::string hostname() {
   char h[256] = {0};
   gethostname(h, sizeof h - 1);

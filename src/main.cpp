@@ -1,5 +1,7 @@
 // ckptbench command line: run | validate | plan | models | backends.
+#include <fcntl.h>
 #include <mpi.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -7,6 +9,8 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -33,6 +37,68 @@ namespace {
 int fail(const std::string& msg, int code) {
   std::fprintf(stderr, "ckptbench: error: %s\n", text_excerpt(msg, 2000).c_str());
   return code;
+}
+
+// Whether two paths name one file: the same path once made absolute and resolved (as far as it
+// exists), or one existing file under two names (a hard link).
+bool same_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ea, eb;
+  const fs::path pa = fs::weakly_canonical(fs::absolute(a, ea), ea);
+  const fs::path pb = fs::weakly_canonical(fs::absolute(b, eb), eb);
+  if (!ea && !eb && pa == pb) return true;
+  struct stat sa {
+  }, sb{};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
+// "" or why --output, --dlio-summary and --csv cannot be written as given: two of them name one
+// file (checked before the run: the later write would replace the earlier).
+std::string output_clash(const std::string& output, const std::string& dlio,
+                         const std::string& csv) {
+  const std::pair<const char*, const std::string*> outs[] = {
+      {"--output", &output}, {"--dlio-summary", &dlio}, {"--csv", &csv}};
+  for (size_t i = 0; i < 3; i++)
+    for (size_t j = i + 1; j < 3; j++) {
+      const std::string &a = *outs[i].second, &b = *outs[j].second;
+      if (!a.empty() && !b.empty() && same_file(a, b))
+        return std::string(outs[j].first) + " '" + b + "' is the same file as " + outs[i].first +
+               " '" + a +
+               "': the one written later would replace the other; give each its own path";
+    }
+  return "";
+}
+
+// Standard streams a launcher left closed: the first files the run opens would get their numbers
+// and the progress lines would be written into them. Each closed one is opened on /dev/null
+// read-only, so that a write to it fails (EBADF) and is reported like any other (stdout_failed).
+void guard_standard_streams() {
+  for (int fd = 0; fd <= 2; fd++) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    const int n = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (n >= 0 && n != fd) {
+      ::dup2(n, fd);
+      ::close(n);
+    }
+  }
+}
+
+// After a command: whether what it printed reached standard output (a full disk, /dev/full, a
+// closed stream or a reader that left). Prints the error; the command then exits non-zero.
+bool stdout_failed() {
+  std::cout.flush();
+  errno = 0;
+  const bool flush_failed = std::fflush(stdout) != 0;
+  const int err = errno;
+  if (!flush_failed && !std::ferror(stdout) && std::cout.good()) return false;
+  const int mode = ::fcntl(STDOUT_FILENO, F_GETFL);
+  const char* why = flush_failed && err != 0 ? std::strerror(err)
+                    : mode != -1 && (mode & O_ACCMODE) == O_RDONLY
+                        ? "it is closed"
+                        : "a write failed (a full file system, or a reader that left)";
+  std::fprintf(stderr, "ckptbench: error: cannot write standard output: %s\n", why);
+  return true;
 }
 
 // This process's rank as the launcher announces it before MPI_Init (Open MPI, PMIx, MPICH/Hydra,
@@ -118,7 +184,7 @@ int cmd_models(bool as_json) {
                    {"training_state_bytes", n * ts.bytes_per_param()}});
   }
   if (as_json) {
-    std::cout << out.dump(2) << "\n";
+    std::cout << json_text(out, 2) << "\n";
     return 0;
   }
   std::printf("%-16s %10s %8s %14s %16s  %s\n", "model", "params", "tensors", "weights(bf16)",
@@ -178,13 +244,13 @@ int cmd_plan(const std::string& path, const Overrides& ov, int world, bool as_js
     pts.push_back(pt);
   }
   if (as_json) {
-    std::cout << json{{"points", pts}}.dump(2) << "\n";
+    std::cout << json_text(json{{"points", pts}}, 2) << "\n";
     return 0;
   }
   for (const auto& p : pts) {
     std::printf("point %d: %s, world %d, %s, %s\n", p["index"].get<int>(),
                 p["model"].get<std::string>().c_str(), p["world"].get<int>(),
-                p["parallelism"].dump().c_str(), p["layout"].get<std::string>().c_str());
+                json_text(p["parallelism"]).c_str(), p["layout"].get<std::string>().c_str());
     std::printf("  files %llu, dirs %llu, payload %s, padding %s, index %s, on disk %s\n",
                 static_cast<unsigned long long>(p["files"].get<uint64_t>()),
                 static_cast<unsigned long long>(p["dirs"].get<uint64_t>()),
@@ -221,14 +287,14 @@ int cmd_plan(const std::string& path, const Overrides& ov, int world, bool as_js
     if (p.contains("restore")) {
       const auto& r = p["restore"];
       std::printf("  restore at %s%s: %llu saved files read, %s in %llu reads\n",
-                  r["parallelism"].dump().c_str(),
+                  json_text(r["parallelism"]).c_str(),
                   r["weights_only"].get<bool>() ? ", weights only" : "",
                   static_cast<unsigned long long>(r["files"].get<uint64_t>()),
                   format_bytes(r["needed_bytes"]).c_str(),
                   static_cast<unsigned long long>(r["reads"].get<uint64_t>()));
       for (const auto& q : r["ranks"])
         std::printf("    rank %d (virtual %s): %llu files, %s, %llu reads\n", q["rank"].get<int>(),
-                    q["vranks"].dump().c_str(),
+                    json_text(q["vranks"]).c_str(),
                     static_cast<unsigned long long>(q["files"].get<uint64_t>()),
                     format_bytes(q["bytes"]).c_str(),
                     static_cast<unsigned long long>(q["reads"].get<uint64_t>()));
@@ -242,7 +308,7 @@ int cmd_plan(const std::string& path, const Overrides& ov, int world, bool as_js
       for (const auto& f : p["file_list"]) {
         std::printf("    %s %llu %s\n", f["path"].get<std::string>().c_str(),
                     static_cast<unsigned long long>(f["size"].get<uint64_t>()),
-                    f["writers"].dump().c_str());
+                    json_text(f["writers"]).c_str());
         // A shared file: where each writer's bytes are (region_align decides their starts).
         if (f.contains("regions"))
           for (const auto& g : f["regions"])
@@ -294,6 +360,8 @@ int cmd_run(const std::string& config_path, const Overrides& ov, RunOptions opt,
     } catch (const ConfigError& e) {
       parse_error = e.what();
     }
+    // Two outputs of the run on one file: the later write would replace the earlier.
+    if (parse_error.empty()) parse_error = output_clash(output, dlio_path, opt.csv);
     // A DLIO summary.json describes one configuration (MLPerf Storage reads one per run).
     if (parse_error.empty() && !dlio_path.empty() && rc.points.size() > 1) {
       parse_error =
@@ -331,7 +399,7 @@ int cmd_run(const std::string& config_path, const Overrides& ov, RunOptions opt,
         if (opt.dry_run) {
           for (const auto& p : r.doc["points"])
             std::printf("point %d %s: %s moved per repetition (save + restore), %llu files\n",
-                        p["index"].get<int>(), p["params"].dump().c_str(),
+                        p["index"].get<int>(), json_text(p["params"]).c_str(),
                         format_bytes(p["bytes_per_repetition"]).c_str(),
                         static_cast<unsigned long long>(p["plan"]["files"].get<uint64_t>()));
         } else {
@@ -371,7 +439,19 @@ int cmd_run(const std::string& config_path, const Overrides& ov, RunOptions opt,
 
 }  // namespace
 
+int run_command(int argc, char** argv);
+
 int main(int argc, char** argv) {
+  // A reader that leaves (`ckptbench run ... | head -1`) gives EPIPE on the next write, not a
+  // SIGPIPE that kills the rank mid-run with its files left behind.
+  std::signal(SIGPIPE, SIG_IGN);
+  guard_standard_streams();
+  const int code = run_command(argc, argv);
+  if (stdout_failed()) return code != 0 ? code : 1;
+  return code;
+}
+
+int run_command(int argc, char** argv) {
   CLI::App app{
       "ckptbench: replays LLM checkpoint save/restore I/O patterns across MPI ranks and "
       "measures them."};
@@ -512,7 +592,7 @@ int main(int argc, char** argv) {
                          {"description", b.description},
                          {"status", j[b.name].get<std::string>()},
                          {"usable", j[b.name].get<std::string>() == "ok"}});
-        std::cout << out.dump(2) << "\n";
+        std::cout << json_text(out, 2) << "\n";
         return 0;
       }
       for (const auto& b : backend_registry()) {
@@ -523,7 +603,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*defcfg) {
-      std::cout << default_config().dump(2) << "\n";
+      std::cout << json_text(default_config(), 2) << "\n";
       return 0;
     }
   } catch (const ConfigError& e) {

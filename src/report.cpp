@@ -219,10 +219,18 @@ static void write_text_raw(const std::string& body, const std::string& path) {
   }
 }
 
-void write_report(const json& doc, const std::string& path) { write_text(doc.dump(2), path); }
+std::string json_text(const json& doc, int indent) {
+  return doc.dump(indent, ' ', false, json::error_handler_t::replace);
+}
+
+std::string json_text(const nlohmann::ordered_json& doc, int indent) {
+  return doc.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+void write_report(const json& doc, const std::string& path) { write_text(json_text(doc, 2), path); }
 
 void write_report(const nlohmann::ordered_json& doc, const std::string& path) {
-  write_text(doc.dump(2), path);
+  write_text(json_text(doc, 2), path);
 }
 
 static std::string human_bytes(double b) {

@@ -56,7 +56,12 @@ void agree_on_config(MPI_Comm comm, const std::string& parse_error, const json& 
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  const std::string text = parse_error.empty() ? identity.dump() : std::string();
+  // CBOR, not JSON text: a target path need not be UTF-8.
+  std::string text;
+  if (parse_error.empty()) {
+    const std::vector<std::uint8_t> v = json::to_cbor(identity);
+    text.assign(v.begin(), v.end());
+  }
   uint64_t mine[2] = {parse_error.empty() ? 0u : 1u, Fnv1a().add(text.data(), text.size()).value()};
   std::vector<uint64_t> all(2 * static_cast<size_t>(size));
   MPI_Allgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, comm);
@@ -76,13 +81,13 @@ void agree_on_config(MPI_Comm comm, const std::string& parse_error, const json& 
   if (differ.empty()) return;
   // Name the first key on which rank 0 and the first differing rank disagree.
   const int other = differ.front();
-  json a = json::parse(bcast_string(rank == 0 ? text : std::string(), 0, comm));
-  json b = json::parse(bcast_string(rank == other ? text : std::string(), other, comm));
+  json a = bcast_json(identity, 0, comm);
+  json b = bcast_json(identity, other, comm);
   json patch = json::diff(a, b);
   if (patch.empty()) return;  // same document, different hash: cannot happen with one binary
   const std::string ptr = patch[0]["path"].get<std::string>();
   const json::json_pointer jp(ptr);
-  auto shown = [&](const json& d) { return d.contains(jp) ? d.at(jp).dump() : "(not set)"; };
+  auto shown = [&](const json& d) { return d.contains(jp) ? json_text(d.at(jp)) : "(not set)"; };
   std::string ranks;
   for (size_t i = 0; i < differ.size() && i < 8; i++)
     ranks += (i ? ", " : "") + std::to_string(differ[i]);
@@ -280,11 +285,10 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
       facts.can_drop_caches = ckpt::can_drop_caches();
     });
     if (failed_before_io(res, [&] { agree(o, m, 0); })) return res;
-    json j = json::parse(bcast_string(
-        rank == 0
-            ? json{{"dir", run_dir}, {"facts", facts.to_json()}, {"manifest", manifest}}.dump()
-            : std::string(),
-        0, comm));
+    json j = bcast_json(
+        rank == 0 ? json{{"dir", run_dir}, {"facts", facts.to_json()}, {"manifest", manifest}}
+                  : json(),
+        0, comm);
     run_dir = j["dir"];
     target = std::filesystem::path(run_dir).parent_path().string();
     if (rank != 0) {
@@ -305,9 +309,8 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
     });
     // The run directory could not be made or examined: nothing was measured, no document.
     if (failed_before_io(res, [&] { agree(o, m, 0); })) return res;
-    json j = json::parse(bcast_string(
-        rank == 0 ? json{{"dir", run_dir}, {"facts", facts.to_json()}}.dump() : std::string(), 0,
-        comm));
+    json j = bcast_json(rank == 0 ? json{{"dir", run_dir}, {"facts", facts.to_json()}} : json(), 0,
+                        comm);
     run_dir = j["dir"];
     if (rank != 0) facts = TargetFacts::from_json(j["facts"]);
   }

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <utility>
@@ -23,6 +24,9 @@ std::string hostname();
 
 // Collective on comm: root's string on every rank (the others pass anything, e.g. "").
 std::string bcast_string(std::string s, int root, MPI_Comm comm);
+// A document from root to every rank, as CBOR: strings keep their bytes (a path that is not
+// UTF-8 would not survive JSON text).
+nlohmann::json bcast_json(const nlohmann::json& j, int root, MPI_Comm comm);
 
 // peer: this rank stopped because a peer it exchanges data with left the phase after an error of
 // its own (node aggregation); the peer's error is the one reported.

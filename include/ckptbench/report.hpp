@@ -20,6 +20,11 @@ nlohmann::json capture_environment(const std::string& target, MPI_Comm comm);
 nlohmann::json new_report();
 
 // Writes the document atomically (tmp + rename); creates parent directories.
+// JSON text of a document for a file or the terminal. Strings are bytes on Linux (a path need not
+// be UTF-8) while JSON text is UTF-8: bytes that are not UTF-8 become U+FFFD (docs/metrics.md,
+// "Paths that are not UTF-8").
+std::string json_text(const nlohmann::json& doc, int indent = -1);
+std::string json_text(const nlohmann::ordered_json& doc, int indent = -1);
 void write_report(const nlohmann::json& doc, const std::string& path);
 void write_report(const nlohmann::ordered_json& doc, const std::string& path);
 

@@ -13,6 +13,11 @@
 #    replay, points paired on their plan, the times, the ratio replay/real, the replay's split
 #    (storage = open + io + sync + close, cpu, source) and the real side's io/sync;
 #  - ckptreport.py csv: the header, one row per point x phase, values recomputed from the report.
+#  - hostile reports (200,000 levels deep, over the 256 MiB cap, not UTF-8, a lone surrogate,
+#    points not a list, points[].config a list, a number that is a string, NaN or Infinity, min
+#    above median): plot.py and compare.py exit 2 with one line on stderr naming the file and the
+#    JSON path, no traceback; a 100,000-character name and param value: plot.py draws every figure
+#    with the text cut (no matplotlib raster overflow), nothing on stderr.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 need_binary
 PY="$(python_with matplotlib)" ||
@@ -485,5 +490,98 @@ out="$("$PY" "$SRC/scripts/ckptreport.py" csv "$work/garbage.json" 2>&1)"; code=
 if [ "$code" -eq 2 ] && grep -q "ckptreport.py: error: .*garbage.json: not valid JSON" <<< "$out"; then
   ok "ckptreport.py csv on a non-report exits 2 naming the file"
 else bad "ckptreport.py csv on garbage: exit $code: $out"; fi
+
+# ---- 8. hostile reports: exit 2 and one line naming the file and what is wrong, no traceback
+"$PY" - "$work" <<'EOF'
+import copy, json, sys
+work = sys.argv[1]
+real = json.load(open(f"{work}/r.json"))
+A = json.load(open(f"{work}/A.json"))
+def put(name, doc):
+    json.dump(doc, open(f"{work}/h-{name}.json", "w"))
+# 200,000 levels: Python's json parser recurses (RecursionError) long before the end.
+open(f"{work}/h-deep.json", "w").write('{"schema_version": 1, "points": ' + "[" * 200000
+                                       + "]" * 200000 + "}")
+open(f"{work}/h-utf8.json", "wb").write(b'{"schema_version": 1, "points": [], "name": "caf\xe9"}')
+d = copy.deepcopy(real); d["points"][3]["config"] = [1, 2]; put("config-list", d)
+d = copy.deepcopy(real); d["points"] = {"1": d["points"][0]}; put("points-object", d)
+d = copy.deepcopy(real); d["points"][1]["summary"]["save"]["bandwidth_GiBps"]["median"] = "fast"
+put("number-string", d)
+d = copy.deepcopy(A); d["points"][1]["repetitions"][2]["restore"]["bandwidth_GiBps"] = float("nan")
+put("nan", d)  # json.dump writes NaN, which Python's json reads back
+d = copy.deepcopy(A); d["points"][0]["summary"]["save"]["bandwidth_GiBps"]["max"] = float("inf")
+put("infinity", d)
+d = copy.deepcopy(A); d["points"][0]["summary"]["save"]["bandwidth_GiBps"]["min"] = 5.0
+put("min-above-median", d)
+d = copy.deepcopy(A)
+for p in d["points"]:
+    p["params"]["layout"] = p["config"]["layout"] = "x\udc80y"  # written as the escape \udc80
+put("surrogate", d)
+# A 100,000-character run name (the figure titles) and layout (a swept param and the resolved
+# config: legends, tick labels), starting with mathtext that does not parse.
+d = copy.deepcopy(real); d["config"]["name"] = "N" * 100000
+for p in d["points"]:
+    p["params"]["layout"] = p["config"]["layout"] = (
+        "$\\frac{" + "L" * 100000 if p["index"] == 1 else "aggregated-rank")
+put("long", d)
+EOF
+truncate -s 300M "$work/h-big.json"  # sparse: over the cap without writing 300 MiB
+
+# refuse SCRIPT CASE REGEX: SCRIPT (plot.py, or compare.py with the file second of two) on
+# $work/h-CASE.json exits 2 with exactly one line on stderr, matching REGEX, and no traceback.
+refuse() {
+  local script="$1" f="$work/h-$2.json" want="$3" code args
+  if [ "$script" = plot.py ]; then args=("$f" --out "$work/hfig-$2" --format png)
+  else args=("$work/A.json" "$f"); fi
+  "$PY" "$SRC/scripts/$script" "${args[@]}" > "$work/h.out" 2> "$work/h.err"; code=$?
+  if [ "$code" -eq 2 ] && [ "$(wc -l < "$work/h.err")" -eq 1 ] &&
+     grep -qE -- "^$script: error: $f: $want" "$work/h.err" && ! grep -q Traceback "$work/h.err"; then
+    ok "$script $2: exit 2, one line: $(cut -c1-160 "$work/h.err" | sed "s|$work/||")"
+  else
+    bad "$script $2: exit $code, $(wc -l < "$work/h.err") line(s) on stderr: $(head -c 800 "$work/h.err")"
+  fi
+}
+for script in plot.py compare.py; do
+  refuse "$script" deep "nested too deeply to parse \(a report may nest at most 64 levels\)"
+  refuse "$script" big "314572800 bytes, larger than 256 MiB"
+  refuse "$script" utf8 "not valid JSON \(not UTF-8: byte 0xe9 at offset 48\)"
+  refuse "$script" points-object "not a ckptbench report: points is an object, want a list"
+  refuse "$script" config-list "points\[3\]\.config is a list, want an object"
+  refuse "$script" number-string 'points\[1\]\.summary\.save\.bandwidth_GiBps\.median is a string \("fast"\), want a number'
+  refuse "$script" nan "points\[1\]\.repetitions\[2\]\.restore\.bandwidth_GiBps is NaN, want a number"
+  refuse "$script" infinity "points\[0\]\.summary\.save\.bandwidth_GiBps\.max is inf, want a number"
+  refuse "$script" min-above-median "points\[0\]\.summary\.save\.bandwidth_GiBps: min 5 is above median 1, want min <= median <= max"
+  refuse "$script" surrogate "points\[[01]\]\.(params|config)\.layout is a string that is not valid Unicode"
+done
+out="$("$PY" "$SRC/scripts/ckptreport.py" csv "$work/h-config-list.json" 2>&1)"; code=$?
+if [ "$code" -eq 2 ] && [ "$(wc -l <<< "$out")" -eq 1 ] && grep -q 'points\[3\]\.config is a list' <<< "$out"; then
+  ok "ckptreport.py csv refuses points[3].config as a list: exit 2, one line"
+else bad "ckptreport.py csv on h-config-list.json: exit $code: $out"; fi
+# Among good reports a bad one is skipped with a warning, like any input that is not a report.
+out="$("$PY" "$SRC/scripts/plot.py" "$work/h-config-list.json" "$work/r.json" --out "$work/hfig-mixed" \
+       --format png 2>&1)"; code=$?
+if [ "$code" -eq 0 ] && grep -q "warning: skipping .*h-config-list.json: points\[3\]\.config is a list" <<< "$out" &&
+   [ -s "$work/hfig-mixed/bandwidth_vs_block_size.png" ]; then
+  ok "plot.py skips a bad report among good ones with a warning naming the JSON path, exits 0"
+else bad "plot.py with a bad and a good report: exit $code: $out"; fi
+
+# A 100,000-character run name and param value: every figure drawn, the text cut, stderr empty.
+"$PY" "$SRC/scripts/plot.py" "$work/h-long.json" --out "$work/hfig-long" --format png,svg \
+  > "$work/h.out" 2> "$work/h.err"; code=$?
+missing=""
+for fig in bandwidth_vs_block_size heatmap_qd_block_size layouts phase_steps rank_times latency; do
+  for ext in png svg; do [ -s "$work/hfig-long/$fig.$ext" ] || missing="$missing $fig.$ext"; done
+done
+if [ "$code" -eq 0 ] && [ -z "$missing" ] && [ ! -s "$work/h.err" ]; then
+  ok "plot.py with a 100,000-character name and layout draws all 6 figures (png, svg), nothing on stderr"
+else bad "plot.py with 100,000-character strings: exit $code, missing:${missing:- none}: $(head -c 800 "$work/h.err")"; fi
+svg="$work/hfig-long/bandwidth_vs_block_size.svg"
+if grep -q '<!-- N\{39\}…: bandwidth vs block size -->' "$svg" &&
+   grep -q '<!-- \$\\frac{L\{32\}…, QD=1 -->' "$svg" &&
+   ! grep -qE 'L{100}|N{100}' "$work"/hfig-long/*.svg; then
+  ok "plot.py cuts the long title to 40 characters and the legend entry to 80, with an ellipsis"
+else
+  bad "plot.py long text: $(grep -o '<!-- [^>]* -->' "$svg" 2>/dev/null | cut -c1-120 | head -8)"
+fi
 
 summary plot/compare

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Issue "Reliability, third round" (docs/reliability.md, "Streams, outputs and paths"):
+#  - every command checks that what it printed reached standard output: `models`, `backends`,
+#    `default-config`, `plan --json` to /dev/full or with stdout closed exit non-zero and say so;
+#  - a reader that leaves (`run ... | head -1`) does not kill the run with SIGPIPE: the run ends,
+#    its report is written, its run directory removed, and it exits 1 naming standard output;
+#  - --output, --dlio-summary and --csv naming one file (also as ./x or a hard link) are refused
+#    before the run (exit 2, no run directory);
+#  - a target path that is not UTF-8 runs on 2 ranks: report written (U+FFFD in its paths),
+#    nothing left;
+#  - 1,000 repetitions cost linear report writing (the old rewrite after every repetition took
+#    minutes): a 1 KB model's 1,000 repetitions end within 60 s here (about 4 s measured);
+#  - a failure in a point's first repetition keeps that point in the report with its error.
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+need_binary
+make_workdir streams
+command -v python3 > /dev/null || { echo "skip: python3 reads the reports"; exit 77; }
+export OMPI_MCA_rmaps_base_oversubscribe=1
+
+cat > "$work/c.json" <<'J'
+{"model": "tiny", "direct": false, "cache": "none", "repetitions": 2}
+J
+ls "$SRC"/configs/*.json > /dev/null
+
+# --- standard output that cannot be written ---
+for cmd in "models" "models --json" "backends" "default-config" \
+  "plan --json --world 2 --config $work/c.json"; do
+  read -r -a argv <<< "$cmd"
+  err="$("$BIN" "${argv[@]}" 2>&1 > /dev/full)"; code=$?
+  if [ $code -ne 0 ] && grep -q "cannot write standard output" <<< "$err"; then
+    ok "$cmd > /dev/full: exit $code, says so"
+  else
+    bad "$cmd > /dev/full: exit $code: $err"
+  fi
+  err="$("$BIN" "${argv[@]}" 2>&1 >&-)"; code=$?
+  if [ $code -ne 0 ] && grep -q "cannot write standard output: it is closed" <<< "$err"; then
+    ok "$cmd with stdout closed: exit $code, says so"
+  else
+    bad "$cmd with stdout closed: exit $code: $err"
+  fi
+done
+if "$BIN" models > "$work/models.txt" && [ -s "$work/models.txt" ]; then
+  ok "models to a file: exit 0"
+else
+  bad "models to a file failed"
+fi
+
+# --- a reader that leaves ---
+mkdir -p "$work/t-pipe"
+"$BIN" run --config "$work/c.json" --target "$work/t-pipe" --output "$work/pipe.json" \
+  2> "$work/pipe.err" | head -n 1 > /dev/null
+code=${PIPESTATUS[0]}
+if [ "$code" -eq 1 ] && grep -q "cannot write standard output" "$work/pipe.err" \
+   && [ -z "$(ls -A "$work/t-pipe")" ] \
+   && [ "$(jq_py "$work/pipe.json" "d['status']")" = ok ]; then
+  ok "run | head -1: exit 1 (not 141), report ok, run directory removed"
+else
+  bad "run | head -1: exit $code, $(cat "$work/pipe.err"), left: $(ls -A "$work/t-pipe")"
+fi
+
+# --- two outputs on one file ---
+clash() {
+  local what="$1"; shift
+  mkdir -p "$work/t-clash"
+  out="$("$BIN" run --config "$work/c.json" --target "$work/t-clash" "$@" 2>&1)"; code=$?
+  if [ $code -eq 2 ] && grep -q "is the same file as" <<< "$out" && [ -z "$(ls -A "$work/t-clash")" ]; then
+    ok "$what: exit 2 before the run"
+  else
+    bad "$what: exit $code: $out"
+  fi
+}
+clash "--dlio-summary = --output" --output "$work/r.json" --dlio-summary "$work/r.json"
+clash "--dlio-summary = ./--output" --output "$work/r.json" --dlio-summary "$work/./sub/../r.json"
+clash "--csv = --output" --output "$work/r2.json" --csv "$work/r2.json"
+echo '{}' > "$work/existing.json"; ln -f "$work/existing.json" "$work/hardlink.json"
+clash "--dlio-summary a hard link of --output" --output "$work/existing.json" \
+  --dlio-summary "$work/hardlink.json"
+
+# --- a target path that is not UTF-8 ---
+t8="$work/t-"$'\xff\xfe'"-latin1-"$'\xe9'
+mkdir -p "$t8"
+out="$("${MPI[@]}" -n 2 "$BIN" run --config "$work/c.json" --target "$t8" \
+  --output "$work/utf.json" --quiet 2>&1)"; code=$?
+if [ $code -eq 0 ] && [ "$(jq_py "$work/utf.json" "d['status']")" = ok ] \
+   && jq_py "$work/utf.json" "d['environment']['run_dir']" | grep -q $'\xef\xbf\xbd' \
+   && [ -z "$(ls -A "$t8")" ]; then
+  ok "target path not UTF-8: 2 ranks, report ok with U+FFFD in the path, nothing left"
+else
+  bad "target path not UTF-8: exit $code: $out; left: $(ls -A "$t8" 2>&1)"
+fi
+
+# --- many repetitions ---
+cat > "$work/many.json" <<'J'
+{"model": {"name": "tiny", "scale": "1/65536"}, "direct": false, "cache": "none",
+ "repetitions": 1000}
+J
+mkdir -p "$work/t-many"
+s=$SECONDS
+out="$(timeout 120 "${MPI[@]}" -n 2 "$BIN" run --config "$work/many.json" --target "$work/t-many" \
+  --output "$work/many-r.json" --quiet 2>&1)"; code=$?
+took=$((SECONDS - s))
+if [ $code -eq 0 ] && [ $took -le 60 ] \
+   && [ "$(jq_py "$work/many-r.json" "len(d['points'][0]['repetitions'])")" = 1000 ]; then
+  ok "1,000 repetitions of a 1 KB model: $took s, all in the report"
+else
+  bad "1,000 repetitions: exit $code after $took s: $(tail -n 3 <<< "$out")"
+fi
+
+# --- a point that fails in its first repetition stays in the report ---
+mkdir -p "$work/t-first"
+out="$(CKPT_FAULT_INJECT="point=1,phase=save,rank=1" "${MPI[@]}" -x CKPT_FAULT_INJECT -n 2 "$BIN" run \
+  --config "$work/c.json" --target "$work/t-first" --output "$work/first.json" --quiet 2>&1)"
+code=$?
+if [ $code -eq 1 ] && [ "$(jq_py "$work/first.json" "[p['status'] for p in d['points']]")" = "['failed']" ] \
+   && jq_py "$work/first.json" "d['points'][0]['error']" | grep -q "injected fault" \
+   && [ "$(jq_py "$work/first.json" "d['points_completed']")" = 0 ]; then
+  ok "failure in the first repetition: the point is in the report, failed, with its error"
+else
+  bad "failure in the first repetition: exit $code: $(head -c 400 "$work/first.json" 2>&1)"
+fi
+
+summary test_streams
