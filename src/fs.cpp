@@ -80,6 +80,47 @@ nlohmann::json FsInfo::to_json() const {
           {"dio_align_source", dio_align_source}};
 }
 
+std::string pseudo_fs_name(uint64_t magic) {
+  switch (magic) {  // linux/magic.h
+    case 0x62656572:
+      return "sysfs";
+    case 0x9fa0:
+      return "proc";
+    case 0x27e0eb:
+      return "cgroup";
+    case 0x63677270:
+      return "cgroup2";
+    case 0x64626720:
+      return "debugfs";
+    case 0x74726163:
+      return "tracefs";
+    case 0x73636673:
+      return "securityfs";
+    case 0xcafe4a11:
+      return "bpf";
+    case 0x6165676c:
+      return "pstore";
+    case 0x1cd1:
+      return "devpts";
+    case 0xde5e81e4:
+      return "efivarfs";
+    case 0xf97cff8c:
+      return "selinuxfs";
+    case 0x62656570:
+      return "configfs";
+    case 0x65735543:
+      return "fusectl";
+    case 0x19800202:
+      return "mqueue";
+    case 0x6e736673:
+      return "nsfs";
+    case 0x42494e4d:
+      return "binfmt_misc";
+    default:
+      return "";
+  }
+}
+
 FsInfo probe_fs(const std::string& dir) {
   FsInfo i;
   struct statfs sf;

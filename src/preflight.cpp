@@ -3,6 +3,7 @@
 // file system - probed in a fresh run directory, which is removed again when a point cannot run
 // there (O_DIRECT refused or misaligned, striping impossible, not enough free space).
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -78,11 +79,21 @@ std::string make_run_dir(const std::string& target, const std::string& target_fs
                          uint64_t need_bytes, bool free_space_check, bool keep, TargetFacts& facts,
                          LockFile* lock) {
   struct stat st;
+  // The target, or the nearest existing directory above it (where it would be made).
+  std::filesystem::path at(target);
+  while (::stat(at.c_str(), &st) != 0 && at.has_parent_path() && at.parent_path() != at)
+    at = at.parent_path();
+  if (struct statfs sf; ::statfs(at.c_str(), &sf) == 0) {
+    const std::string pseudo = pseudo_fs_name(static_cast<uint32_t>(sf.f_type));
+    if (!pseudo.empty())
+      throw ConfigError("target '" + target + "' is on " + pseudo +
+                        (at.string() == target ? "" : " (" + at.string() + ")") +
+                        ", a kernel pseudo file system, not storage: a directory made there is a "
+                        "kernel object (a cgroup, a debugfs entry) that may not be removable; give "
+                        "a target on a real file system (--force does not override this). Nothing "
+                        "was created");
+  }
   if (!target_fs.empty()) {
-    // The target, or the nearest existing directory above it (where it would be made).
-    std::filesystem::path at(target);
-    while (::stat(at.c_str(), &st) != 0 && at.has_parent_path() && at.parent_path() != at)
-      at = at.parent_path();
     const std::string got = probe_fs(at.string()).type;
     if (got != target_fs)
       throw ConfigError("'target_fs' is \"" + target_fs + "\", but the target '" + target +

@@ -22,6 +22,10 @@ struct FsInfo {
 };
 
 std::string fs_type_name(uint64_t magic);
+// The kernel's pseudo file systems (sysfs, proc, cgroup, debugfs, tracefs, ...), by statfs magic:
+// their name, or "" for any other. A directory made there is a kernel object (a cgroup), not
+// storage, so no run goes there.
+std::string pseudo_fs_name(uint64_t magic);
 // Facts for an existing directory. Throws IoError when it cannot be examined.
 FsInfo probe_fs(const std::string& dir);
 // Direct-I/O offset alignment for files in dir: statx(STATX_DIOALIGN) on a probe file, else the

@@ -12,7 +12,7 @@
 #  - compare.py with a realfw.py report and a ckptbench report (either order): real against
 #    replay, points paired on their plan, the times, the ratio replay/real, the replay's split
 #    (storage = open + io + sync + close, cpu, source) and the real side's io/sync;
-#  - ckptreport.py csv: the header, one row per point x phase, values recomputed from the report.
+#  - ckptreport.py csv: the header, one row per point x phase, values recomputed from the report;
 #  - hostile reports (200,000 levels deep, over the 256 MiB cap, not UTF-8, a lone surrogate,
 #    points not a list, points[].config a list, a number that is a string, NaN or Infinity, min
 #    above median): plot.py and compare.py exit 2 with one line on stderr naming the file and the
@@ -515,7 +515,8 @@ d = copy.deepcopy(A); d["points"][0]["summary"]["save"]["bandwidth_GiBps"]["min"
 put("min-above-median", d)
 d = copy.deepcopy(A)
 for p in d["points"]:
-    p["params"]["layout"] = p["config"]["layout"] = "x\udc80y"  # written as the escape \udc80
+    # Written as the escape \ud800, which json reads back; printed, it raised UnicodeEncodeError.
+    p["params"]["layout"] = p["config"]["layout"] = "x\ud800y"
 put("surrogate", d)
 # A 100,000-character run name (the figure titles) and layout (a swept param and the resolved
 # config: legends, tick labels), starting with mathtext that does not parse.

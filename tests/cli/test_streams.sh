@@ -6,6 +6,8 @@
 #    its report is written, its run directory removed, and it exits 1 naming standard output;
 #  - --output, --dlio-summary and --csv naming one file (also as ./x or a hard link) are refused
 #    before the run (exit 2, no run directory);
+#  - targets on kernel pseudo file systems (proc, sysfs, cgroup, cgroup2, debugfs, tracefs) are
+#    refused before anything is made there, even with --force;
 #  - a target path that is not UTF-8 runs on 2 ranks: report written (U+FFFD in its paths),
 #    nothing left;
 #  - 1,000 repetitions cost linear report writing (the old rewrite after every repetition took
@@ -88,6 +90,24 @@ if [ $code -eq 0 ] && [ "$(jq_py "$work/utf.json" "d['status']")" = ok ] \
 else
   bad "target path not UTF-8: exit $code: $out; left: $(ls -A "$t8" 2>&1)"
 fi
+
+# --- kernel pseudo file systems as targets (even with --force) ---
+pseudo=(/proc/ckpt-streams-$$ /sys/kernel/ckpt-streams-$$)
+for d in /sys/fs/cgroup/unified /sys/fs/cgroup/pids /sys/fs/cgroup /sys/kernel/debug /sys/kernel/tracing; do
+  case "$(stat -f -c %T "$d" 2> /dev/null)" in
+    cgroup2fs | cgroupfs | debugfs | tracefs) pseudo+=("$d/ckpt-streams-$$") ;;
+  esac
+done
+for t in "${pseudo[@]}"; do
+  out="$("$BIN" run --config "$work/c.json" --target "$t" --output "$work/pseudo.json" --force 2>&1)"
+  code=$?
+  if [ $code -eq 2 ] && grep -q "kernel pseudo file system" <<< "$out" && [ ! -e "$t" ]; then
+    ok "target $t ($(stat -f -c %T "$(dirname "$t")")): exit 2, nothing created"
+  else
+    bad "target $t: exit $code: $out"
+    rmdir "$t" 2> /dev/null
+  fi
+done
 
 # --- many repetitions ---
 cat > "$work/many.json" <<'J'
