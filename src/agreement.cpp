@@ -222,13 +222,21 @@ void Agreement::operator()(Outcome mine, std::string msg, double phase_elapsed_s
   throw IoError(text);
 }
 
-Watchdog::Watchdog(const Deadline& d, double timeout_s, int rank) {
-  if (timeout_s <= 0) return;
-  const double grace = std::max(30.0, timeout_s);
-  thread_ = std::thread([this, &d, grace, rank] {
+Watchdog::Watchdog(const Deadline& d, double timeout_s, int rank)
+    : d_(d), timeout_s_(timeout_s), rank_(rank) {}
+
+void Watchdog::start() {
+  if (timeout_s_ <= 0) return;
+  const double grace = std::max(30.0, timeout_s_);
+  // Rank 0 speaks first; the others 5 s later, by when rank 0's exit has usually ended the job
+  // (the message once, not once per rank).
+  const double margin = rank_ == 0 ? 0.0 : 5.0;
+  thread_ = start_thread("the timeout_s watchdog", [this, grace, margin] {
+    const Deadline& d = d_;
+    const int rank = rank_;
     while (!stop_.load()) {
       const double at = d.at();
-      if (at > 0 && now_s() > at + grace) {
+      if (at > 0 && now_s() > at + grace + margin) {
         std::fprintf(stderr,
                      "ckptbench: error (rank %d): point %d is stuck %.0f s past its timeout_s "
                      "(%g s) inside a phase; ending the job. The report on disk holds the "

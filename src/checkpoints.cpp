@@ -151,7 +151,8 @@ NewestCheckpoint run_saves(RunState& rs, PointRun& pt, int rep, const std::strin
       save = run_phase(rs, pt, Phase::save, mine, ck_dir, dirfd, dp, rep);
       unblocked = save.rank_end_s;
       if (pt.compute) {
-        pt.compute->start();
+        auto [o, m] = attempt(rs.rank, [&] { pt.compute->start(); });
+        rs.agree(o, m, 0);
         compute_s = pt.compute->join();
         compute_end = pt.compute->end_s();
       }

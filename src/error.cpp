@@ -26,4 +26,12 @@ std::string errno_text(int err) {
 
 void throw_errno(const std::string& what, int err) { throw IoError(what + ": " + errno_text(err)); }
 
+std::string thread_error_text(const std::string& what, const std::system_error& e) {
+  std::string m = "cannot start a thread for " + what + ": " + e.code().message();
+  if (e.code().value() == EAGAIN)
+    m += " (the per-user process limit, ulimit -u, counts threads: raise it, or run fewer ranks "
+         "per node)";
+  return m;
+}
+
 }  // namespace ckpt

@@ -23,7 +23,11 @@ SignalCleanup::SignalCleanup(int rank, std::string run_dir, std::string target, 
       remove_(remove),
       report_(std::move(report)),
       after_(std::move(after)) {
-  thread_ = std::thread([this] { watch(); });
+  try {
+    thread_ = start_thread("the stop-signal watcher", [this] { watch(); });
+  } catch (const IoError& e) {
+    thread_error_ = e.what();  // the run refuses to start (run_benchmark), on every rank
+  }
 }
 
 SignalCleanup::~SignalCleanup() {
@@ -95,6 +99,11 @@ void SignalCleanup::remove_racing() {
     if (::lstat(run_dir_.c_str(), &st) != 0 && errno == ENOENT) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  if (rank_ == 0)
+    std::fprintf(stderr,
+                 "ckptbench: warning: the run directory '%s' could not be removed; remove it by "
+                 "hand\n",
+                 run_dir_.c_str());
 }
 
 }  // namespace ckpt

@@ -213,7 +213,7 @@ double ComputeLoad::calibrate() {
 
 void ComputeLoad::start() {
   if (seconds_ <= 0) return;
-  th_ = std::thread([this] { elapsed_ = run_units(); });
+  th_ = start_thread("the compute phase (compute_s)", [this] { elapsed_ = run_units(); });
 }
 
 double ComputeLoad::join() {

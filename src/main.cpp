@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -483,7 +484,19 @@ int run_command(int argc, char** argv) {
   run->add_option("--timeout", timeout_s,
                   "Per-point time limit in seconds (overrides the config's timeout_s; 0 = none): a "
                   "point past it is reported as timed out and the sweep stops")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            // As the config's timeout_s: a finite number of seconds in 0..1e7 (nan and inf
+            // passed CLI11's NonNegativeNumber).
+            char* end = nullptr;
+            const double v = std::strtod(s.c_str(), &end);
+            if (s.empty() || end == nullptr || *end != '\0' || !std::isfinite(v) || v < 0 ||
+                v > 1e7)
+              return "want seconds, a number from 0 (no limit) to 10000000, got '" +
+                     text_excerpt(s, 40) + "'";
+            return "";
+          },
+          "SECONDS"));
   run->add_option("--csv", ropt.csv,
                   "Also write a CSV table, one row per point x phase (columns: docs/metrics.md, "
                   "\"CSV\"); the same as scripts/ckptreport.py csv REPORT");

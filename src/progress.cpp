@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "ckptbench/error.hpp"
 #include "ckptbench/execution.hpp"
 #include "ckptbench/layout.hpp"
 
@@ -25,22 +26,29 @@ LiveLine::LiveLine(bool on, const PhaseRecorder& rec, const char* phase, int poi
                    uint64_t total_bytes) {
   if (!on) return;
   const double total = static_cast<double>(total_bytes);
-  t_ = std::thread([this, &rec, total, phase, point, points] {
-    double last_b = 0, last_t = now_s();
-    while (!stop_.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-      if (stop_.load()) break;
-      double t = now_s(), b = static_cast<double>(rec.bytes());
-      double rate = t > last_t ? (b - last_b) / (t - last_t) : 0;
-      last_b = b;
-      last_t = t;
-      std::printf("\r[%d/%d] %-7s rank 0: %.1f of %.1f MiB, now %.3f GiB/s   ", point, points,
-                  phase, b / 1048576.0, total / 1048576.0, rate / 1073741824.0);
+  try {
+    t_ = start_thread("the live line", [this, &rec, total, phase, point, points] {
+      double last_b = 0, last_t = now_s();
+      while (!stop_.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        if (stop_.load()) break;
+        double t = now_s(), b = static_cast<double>(rec.bytes());
+        double rate = t > last_t ? (b - last_b) / (t - last_t) : 0;
+        last_b = b;
+        last_t = t;
+        std::printf("\r[%d/%d] %-7s rank 0: %.1f of %.1f MiB, now %.3f GiB/s   ", point, points,
+                    phase, b / 1048576.0, total / 1048576.0, rate / 1073741824.0);
+        std::fflush(stdout);
+      }
+      std::printf("\r\033[K");
       std::fflush(stdout);
-    }
-    std::printf("\r\033[K");
-    std::fflush(stdout);
-  });
+    });
+  } catch (const IoError& e) {
+    // Cosmetic: the phase runs without it, and says so once.
+    static bool said = false;
+    if (!said) std::fprintf(stderr, "ckptbench: warning: no live line: %s\n", e.what());
+    said = true;
+  }
 }
 
 void LiveLine::stop() {

@@ -203,7 +203,15 @@ void record_failure(RunState& rs, RunResult& res, const Error& e) {
   if (!rs.cfg.keep && rs.rank == 0 && rs.opt.phases != Phases::restore) {
     try {
       remove_tree(rs.run_dir, rs.target);
-    } catch (const Error&) {
+    } catch (const Error& ce) {
+      // Said, never swallowed: the user has a directory to remove (a read-only remount, a
+      // renamed target, a file system that failed).
+      std::fprintf(stderr,
+                   "ckptbench: warning: the run directory '%s' could not be removed: %s; remove "
+                   "it by hand\n",
+                   rs.run_dir.c_str(), ce.what());
+      auto g2 = live_lock(rs);
+      rs.doc["run_dir_left"] = {{"path", rs.run_dir}, {"error", ce.what()}};
     }
   }
 }
@@ -397,6 +405,14 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
   MPI_Comm_dup(comm, &rs.framework_comm);
   Watchdog watchdog(deadline, cfg.timeout_s, rank);
   try {
+    // The helper threads: the system may refuse one (ulimit -u); every rank stops then.
+    {
+      auto [o, m] = attempt(rank, [&] {
+        if (!on_signal.thread_error().empty()) throw IoError(on_signal.thread_error());
+        watchdog.start();
+      });
+      agree(o, m, 0);
+    }
     for (int pi = 0; pi < static_cast<int>(cfg.points.size()); pi++) {
       json p = run_point(rs, pi);
       auto g = live_lock(rs);

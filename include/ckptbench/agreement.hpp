@@ -100,11 +100,16 @@ class Deadline {
 class Watchdog {
  public:
   Watchdog(const Deadline& d, double timeout_s, int rank);
+  // Starts the thread (when timeout_s > 0); IoError when the system refuses one.
+  void start();
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
  private:
+  const Deadline& d_;
+  double timeout_s_;
+  int rank_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -2,6 +2,9 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <system_error>
+#include <thread>
+#include <utility>
 
 namespace ckpt {
 
@@ -34,5 +37,19 @@ std::string errno_text(int err);
 
 // Throws IoError("<what>: <errno text>").
 [[noreturn]] void throw_errno(const std::string& what, int err);
+
+// The message for a thread that could not be started (std::system_error from std::thread).
+std::string thread_error_text(const std::string& what, const std::system_error& e);
+
+// std::thread(fn), or IoError naming `what` and the cause when the system refuses a thread (the
+// per-user process limit, `ulimit -u`, counts threads; EAGAIN).
+template <class Fn>
+std::thread start_thread(const std::string& what, Fn&& fn) {
+  try {
+    return std::thread(std::forward<Fn>(fn));
+  } catch (const std::system_error& e) {
+    throw IoError(thread_error_text(what, e));
+  }
+}
 
 }  // namespace ckpt

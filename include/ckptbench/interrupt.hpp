@@ -35,6 +35,8 @@ class SignalCleanup {
   std::mutex& mutex() { return mu_; }
   // True once the watcher acted on a signal.
   bool fired() const { return fired_.load(); }
+  // Why the watcher thread could not be started ("" when it runs).
+  const std::string& thread_error() const { return thread_error_; }
 
  private:
   void watch();
@@ -48,6 +50,7 @@ class SignalCleanup {
   std::function<nlohmann::json()> snapshot_;
   std::atomic<bool> stop_{false}, fired_{false};
   std::thread thread_;
+  std::string thread_error_;
 };
 
 }  // namespace ckpt

@@ -227,6 +227,22 @@ std::string h5_error() {
   throw IoError(what + ": HDF5: " + h5_error());
 }
 
+// A file HDF5 could not create or open: its error stack rarely names the system's reason, so the
+// path is opened the same way with POSIX for the errno text.
+[[noreturn]] void throw_h5_open(const std::string& what, const std::string& path, bool write) {
+  const int fd = ::open(path.c_str(), (write ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
+  if (fd >= 0) {
+    ::close(fd);
+    throw_h5(what + " (a POSIX open of the same path works)");
+  }
+  const int err = errno;
+  throw IoError(what + ": " + errno_text(err) +
+                (err == EMFILE ? " (the open-file limit, ulimit -n, is too low for this layout: "
+                                 "raise it)"
+                               : "") +
+                " (HDF5: " + h5_error() + ")");
+}
+
 template <class T>
 T h5check(T v, const std::string& what) {
   if (v < 0) throw_h5(what);
@@ -681,10 +697,10 @@ class Hdf5Backend final : public Backend {
     Hid fapl = make_fapl(ctx, file, *info_);
     if (save_) {
       file.fid = H5Fcreate(file.path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get());
-      if (file.fid < 0) throw_h5("H5Fcreate '" + file.path + "'");
+      if (file.fid < 0) throw_h5_open("H5Fcreate '" + file.path + "'", file.path, true);
     } else {
       file.fid = H5Fopen(file.path.c_str(), H5F_ACC_RDONLY, fapl.get());
-      if (file.fid < 0) throw_h5("H5Fopen '" + file.path + "' (read-only)");
+      if (file.fid < 0) throw_h5_open("H5Fopen '" + file.path + "' (read-only)", file.path, false);
     }
     ctx.rec->metadata();
     record_file_settings(file);

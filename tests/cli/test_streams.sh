@@ -10,6 +10,7 @@
 #    refused before anything is made there, even with --force;
 #  - a target path that is not UTF-8 runs on 2 ranks: report written (U+FFFD in its paths),
 #    nothing left;
+#  - a thread the system refuses (ulimit -u) ends the run cleanly: exit 1, report, nothing left;
 #  - 1,000 repetitions cost linear report writing (the old rewrite after every repetition took
 #    minutes): a 1 KB model's 1,000 repetitions end within 60 s here (about 4 s measured);
 #  - a failure in a point's first repetition keeps that point in the report with its error.
@@ -108,6 +109,47 @@ for t in "${pseudo[@]}"; do
     rmdir "$t" 2> /dev/null
   fi
 done
+
+# --- the system refuses a thread (ulimit -u, as an unprivileged user) ---
+# RLIMIT_NPROC counts the user's threads; root is exempt, so this runs as nobody. The limit is
+# raised step by step until MPI_Init gets through: at the first such limit a helper thread of the
+# run (the stop-signal watcher, the timeout_s watchdog, the live line) is refused. Every outcome
+# must be clean: exit 1 naming the thread and ulimit -u with a failed report and nothing left,
+# or a finished run.
+if [ "$(id -u)" -eq 0 ] && command -v setpriv > /dev/null \
+   && setpriv --reuid=65534 --regid=65534 --clear-groups true 2> /dev/null; then
+  nb="$work/nobody"; mkdir -p "$nb"; chown 65534:65534 "$nb"; chmod 755 "$work"
+  printf '{"model": "tiny", "direct": false, "cache": "none", "repetitions": 1, "timeout_s": 60}\n' \
+    > "$nb/c.json"
+  chown 65534:65534 "$nb/c.json"
+  seen_refusal=0 clean=1
+  for lim in $(seq 2 2 60); do
+    rm -rf "$nb/t" "$nb/r.json"
+    out="$(cd "$nb" && timeout -k 5 60 setpriv --reuid=65534 --regid=65534 --clear-groups \
+      env HOME="$nb" bash -c "ulimit -u $lim && exec \"\$0\" \"\$@\"" "$BIN" run -c "$nb/c.json" \
+      --target "$nb/t" -o "$nb/r.json" --live 2>&1)"; code=$?
+    if grep -q "cannot start a thread for" <<< "$out"; then
+      seen_refusal=1
+      if [ $code -eq 1 ] && grep -q "ulimit -u" <<< "$out" && [ -z "$(ls -A "$nb/t" 2> /dev/null)" ] \
+         && [ "$(jq_py "$nb/r.json" "d['status']")" = failed ]; then
+        ok "ulimit -u $lim: exit 1 naming the thread and ulimit -u, report failed, nothing left"
+      else
+        clean=0; bad "ulimit -u $lim: exit $code, left: $(ls -A "$nb/t" 2>&1): $(tail -n 3 <<< "$out")"
+      fi
+      break
+    elif [ $code -eq 0 ]; then
+      grep -q "no live line" <<< "$out" && ok "ulimit -u $lim: the live line refused, the run finished"
+      break
+    elif [ -n "$(ls -A "$nb/t" 2> /dev/null)" ]; then
+      clean=0; bad "ulimit -u $lim: exit $code with the run directory left: $(tail -n 3 <<< "$out")"
+      break
+    fi
+  done
+  [ $seen_refusal -eq 1 ] || echo "note: no limit from 2 to 60 refused a helper thread after MPI_Init"
+  [ $clean -eq 1 ] && ok "ulimit -u: every limit tried ended cleanly (last: $lim)"
+else
+  echo "skip (part): needs root and setpriv to run as nobody under ulimit -u"
+fi
 
 # --- many repetitions ---
 cat > "$work/many.json" <<'J'
