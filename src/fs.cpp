@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "ckptbench/error.hpp"
+#include "ckptbench/jsonread.hpp"
 #include "ckptbench/report.hpp"
 
 namespace fsys = std::filesystem;
@@ -499,8 +500,14 @@ bool supports_odirect(const std::string& dir, std::string* why) {
   std::string probe = dir + "/.ckptbench-odirect-probe";
   int fd = ::open(probe.c_str(), O_CREAT | O_WRONLY | O_DIRECT | O_CLOEXEC, 0600);
   if (fd < 0) {
-    if (why) *why = errno_text(errno);
+    const int err = errno;
     ::unlink(probe.c_str());
+    // A path too long for the probe is not the file system refusing O_DIRECT.
+    if (err == ENAMETOOLONG)
+      throw ConfigError("the target's path is too long: probing O_DIRECT with '" +
+                        text_excerpt(probe, 300) + "' (" + std::to_string(probe.size()) +
+                        " bytes): " + errno_text(err) + "; give a shorter target");
+    if (why) *why = errno_text(err);
     return false;
   }
   ::close(fd);

@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -10,6 +11,7 @@
 #include "ckptbench/error.hpp"
 #include "ckptbench/execution.hpp"
 #include "ckptbench/frameworks.hpp"
+#include "ckptbench/jsonread.hpp"
 #include "ckptbench/lustre.hpp"
 #include "ckptbench/metrics.hpp"
 #include "ckptbench/transfer.hpp"
@@ -134,6 +136,38 @@ void PointRun::warn(const RunState& rs, const std::string& w) {
 namespace {
 
 // Plan, backend and cache choice of the point, agreed on by every rank.
+// The paths the point will make, checked against PATH_MAX and NAME_MAX before any file exists:
+// the run would fail at its first open of a long path, and a probe path too long for the file
+// system once read as "O_DIRECT refused". The prefix is the longest the run dir can grow to
+// (point-NNNNNN/rep-NNNNN/, global_stepN/ for several checkpoints).
+void check_path_lengths(const RunState& rs, const PointRun& pt) {
+  std::string prefix = rs.run_dir + "/point-000000/rep-00000/";
+  if (pt.pc.checkpoints > 1)
+    prefix += "global_step" + std::to_string(100 * pt.pc.checkpoints) + "/";
+  const std::string* longest = nullptr;
+  for (const auto& r : pt.prep.plan.ranks)
+    for (const auto& f : r.files) {
+      if (longest == nullptr || f.path.size() > longest->size()) longest = &f.path;
+      for (size_t start = 0; start < f.path.size();) {
+        size_t end = f.path.find('/', start);
+        if (end == std::string::npos) end = f.path.size();
+        if (end - start > NAME_MAX)
+          throw ConfigError("the planned file '" + text_excerpt(f.path, 300) + "' has a name of " +
+                            std::to_string(end - start) + " bytes, more than this system's " +
+                            std::to_string(NAME_MAX) +
+                            " (NAME_MAX): shorter tensor names, or another layout");
+        start = end + 1;
+      }
+    }
+  if (longest != nullptr && prefix.size() + longest->size() >= PATH_MAX)
+    throw ConfigError("the longest path this point makes is " +
+                      std::to_string(prefix.size() + longest->size()) + " bytes, more than the " +
+                      std::to_string(PATH_MAX - 1) +
+                      " a path may have here (PATH_MAX): give a shorter target (its path is " +
+                      std::to_string(rs.target.size()) + " bytes); the path: '" +
+                      text_excerpt(prefix + *longest, 300) + "'");
+}
+
 void prepare(RunState& rs, PointRun& pt) {
   const bool restore_only = rs.opt.phases == Phases::restore;
   auto [o, m] = attempt(rs.rank, [&] {
@@ -157,6 +191,7 @@ void prepare(RunState& rs, PointRun& pt) {
     }
     pt.backend = find_backend(pt.pc.backend).create(pt.pc);
     if (!pt.backend) throw ConfigError("backend '" + pt.pc.backend + "' is not available here");
+    if (!restore_only) check_path_lengths(rs, pt);  // a saved run's paths exist already
   });
   rs.agree(o, m, 0);
   bool has_remote = false;

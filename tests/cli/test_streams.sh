@@ -10,6 +10,7 @@
 #    refused before anything is made there, even with --force;
 #  - a target path that is not UTF-8 runs on 2 ranks: report written (U+FFFD in its paths),
 #    nothing left;
+#  - target paths near PATH_MAX are refused with their length (exit 2), not as "O_DIRECT refused";
 #  - a thread the system refuses (ulimit -u) ends the run cleanly: exit 1, report, nothing left;
 #  - 1,000 repetitions cost linear report writing (the old rewrite after every repetition took
 #    minutes): a 1 KB model's 1,000 repetitions end within 60 s here (about 4 s measured);
@@ -150,6 +151,25 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv > /dev/null \
 else
   echo "skip (part): needs root and setpriv to run as nobody under ulimit -u"
 fi
+
+# --- paths near PATH_MAX ---
+# A target whose run directory fits but whose planned files would not (3,990 bytes), and one whose
+# run directory would not (4,060 bytes): exit 2 naming the length, nothing left.
+for L in 3990 4060; do
+  t="$work/p"
+  while [ ${#t} -lt $L ]; do t="$t/$(printf 'd%.0s' $(seq 1 200))"; done
+  t="${t:0:$L}"
+  mkdir -p "$t"
+  out="$("$BIN" run --config "$work/c.json" --target "$t" --output "$work/long.json" --quiet 2>&1)"
+  code=$?
+  if [ $code -eq 2 ] && grep -qE "(longest path this point makes is [0-9]+ bytes|bytes\): File name too long)" <<< "$out" \
+     && grep -q "shorter target" <<< "$out" && [ -z "$(ls -A "$t")" ]; then
+    ok "target path of $L bytes: exit 2, the length named, nothing left"
+  else
+    bad "target path of $L bytes: exit $code: $(cut -c1-300 <<< "$out")"
+  fi
+  rm -rf "$work/p"
+done
 
 # --- many repetitions ---
 cat > "$work/many.json" <<'J'
