@@ -132,10 +132,10 @@ BufferPool::BufferPool(size_t count, uint64_t size, uint64_t align, uint64_t ext
   region_bytes_ = round_up(stride * count, kHuge) + kHuge;
   void* p =
       mmap(nullptr, region_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED)
-    throw Error("cannot allocate " + std::to_string(count) + " I/O buffers of " +
-                format_bytes(size) +
-                " (queue_depth x block_size too large for memory?): " + errno_text(errno));
+  if (p == MAP_FAILED)  // the config asks for more than memory: bad input (exit 2)
+    throw ConfigError("cannot allocate " + std::to_string(count) + " I/O buffers of " +
+                      format_bytes(size) +
+                      " (queue_depth x block_size too large for memory?): " + errno_text(errno));
   region_ = static_cast<std::byte*>(p);
   auto base = reinterpret_cast<uintptr_t>(region_);
   std::byte* start = region_ + (round_up(base, kHuge) - base);

@@ -410,7 +410,12 @@ void LockFile::acquire(const std::string& path, const std::string& what, const s
 void make_dirs(const std::string& path) {
   std::error_code ec;
   fsys::create_directories(path, ec);
-  if (ec) throw IoError("cannot create directory '" + path + "': " + ec.message());
+  if (!ec) return;
+  const std::string msg = "cannot create directory '" + path + "': " + ec.message();
+  // A target this user may not write (or a read-only mount) is bad input, found before any I/O.
+  if (ec.value() == EACCES || ec.value() == EPERM || ec.value() == EROFS)
+    throw ConfigError(msg + "; give a target you can write");
+  throw IoError(msg);
 }
 
 DirFd::DirFd(const std::string& path) : path_(path) {

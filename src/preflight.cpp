@@ -136,6 +136,9 @@ std::string make_run_dir(const std::string& target, const std::string& target_fs
     const int err = errno;
     if (lock) lock->release();
     if (facts.target_created) ::rmdir(target.c_str());
+    if (err == EACCES || err == EPERM || err == EROFS)  // a target this user may not write
+      throw ConfigError("create run directory '" + text_excerpt(run_dir, 300) +
+                        "': " + errno_text(err) + "; give a target you can write");
     if (err == ENAMETOOLONG)  // bad input, not a fault of the file system
       throw ConfigError("create run directory '" + text_excerpt(run_dir, 300) + "' (" +
                         std::to_string(run_dir.size()) + " bytes): " + errno_text(err) +

@@ -171,6 +171,18 @@ for L in 3990 4060; do
   rm -rf "$work/p"
 done
 
+# --- a buffer pool larger than memory (queue_depth 4096 x block_size 2G = 8 TiB) is bad input ---
+printf '{"model": "tiny", "direct": false, "repetitions": 1, "block_size": "2G", "queue_depth": 4096, "backend": "io_uring"}\n' \
+  > "$work/pool.json"
+mkdir -p "$work/t-pool"
+out="$("$BIN" run --config "$work/pool.json" --target "$work/t-pool" --output "$work/pool-r.json" 2>&1)"
+code=$?
+if [ $code -eq 2 ] && grep -q "queue_depth x block_size" <<< "$out" && [ -z "$(ls -A "$work/t-pool")" ]; then
+  ok "an 8 TiB buffer pool: exit 2 (bad input), nothing left"
+else
+  bad "an 8 TiB buffer pool: exit $code: $(tail -n 2 <<< "$out")"
+fi
+
 # --- many repetitions ---
 cat > "$work/many.json" <<'J'
 {"model": {"name": "tiny", "scale": "1/65536"}, "direct": false, "cache": "none",
