@@ -452,11 +452,15 @@ double read_scale(ObjectReader& r) {
         const std::string a = t.substr(0, slash), b = t.substr(slash + 1);
         size_t pa = 0, pb = 0;
         const double num = std::stod(a, &pa), den = std::stod(b, &pb);
-        if (pa != a.size() || pb != b.size() || den == 0) throw std::invalid_argument("junk");
+        // Two positive finite numbers ("-1/-1024" is not a way to write 1/1024).
+        if (pa != a.size() || pb != b.size() || !(num > 0) || !(den > 0) || !std::isfinite(num) ||
+            !std::isfinite(den))
+          throw std::invalid_argument("junk");
         s = num / den;
       }
     } catch (const std::exception&) {
-      throw ConfigError(where + ": \"" + t + "\" is not a number or fraction like \"1/1024\"");
+      throw ConfigError(where + ": \"" + text_excerpt(t, 60) +
+                        "\" is not a number or a fraction of two positive numbers like \"1/1024\"");
     }
   } else {
     throw ConfigError(where + ": expected a number in (0, 1] or a fraction string like \"1/1024\"");

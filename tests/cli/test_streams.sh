@@ -183,6 +183,23 @@ else
   bad "an 8 TiB buffer pool: exit $code: $(tail -n 2 <<< "$out")"
 fi
 
+# --- values validate used to accept ---
+printf '{"model": {"name": "tiny", "scale": "-1/-1024"}}\n' > "$work/neg.json"
+out="$("$BIN" validate "$work/neg.json" 2>&1)"; code=$?
+if [ $code -eq 2 ] && grep -q "two positive numbers" <<< "$out"; then
+  ok "scale \"-1/-1024\": refused by validate, exit 2"
+else
+  bad "scale \"-1/-1024\": exit $code: $out"
+fi
+for v in nan inf -inf 1e99; do
+  out="$("$BIN" run --config "$work/c.json" --target "$work/t-to" --timeout "$v" 2>&1)"; code=$?
+  if [ $code -eq 2 ] && grep -q "want seconds" <<< "$out" && [ ! -e "$work/t-to" ]; then
+    ok "--timeout $v: exit 2 before the run"
+  else
+    bad "--timeout $v: exit $code: $out"
+  fi
+done
+
 # --- many repetitions ---
 cat > "$work/many.json" <<'J'
 {"model": {"name": "tiny", "scale": "1/65536"}, "direct": false, "cache": "none",
