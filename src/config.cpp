@@ -763,11 +763,20 @@ RunConfig parse_config(const json& doc) {
 }
 
 json load_config_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("config file '" + path + "': cannot open (" + errno_text(errno) + ")");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_json_limited(ss.str(), "config file '" + path + "'");
+  const std::string what = "config file '" + path + "'";
+  // A pipe (`--config <(...)`), /dev/zero or a directory is refused before any read (InputFile).
+  InputFile f(path, what, "give a JSON file");
+  if (!f.is_open()) {
+    // /dev/fd/N of the shell's <(...) exists in the shell's children only: an MPI launcher does
+    // not pass the descriptor on to the ranks.
+    const bool fd_path = path.rfind("/dev/fd/", 0) == 0 || path.rfind("/proc/self/fd/", 0) == 0;
+    throw ConfigError(what + ": cannot open (" + errno_text(f.error()) + ")" +
+                      (fd_path && f.error() == ENOENT
+                           ? "; a descriptor path such as <(...) gives is not passed on to the "
+                             "MPI ranks: write the config to a file"
+                           : ""));
+  }
+  return parse_json_limited(f.read_all(kMaxConfigBytes, " for a config file"), what);
 }
 
 std::vector<std::string> apply_overrides(json& doc, const std::vector<std::string>& sets) {

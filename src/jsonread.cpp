@@ -34,7 +34,61 @@ std::string json_type_name(const json& v) {
   }
 }
 
+namespace {
+
+// Length of the well-formed UTF-8 sequence at s[i] (1 to 4), or 0 when the byte there starts none.
+size_t utf8_length(const std::string& s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned c = b(i);
+  if (c < 0x80) return 1;
+  size_t n = 0;
+  unsigned lo = 0x80, hi = 0xbf;  // the allowed range of the second byte
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    if (c == 0xe0) lo = 0xa0;  // no overlong forms
+    if (c == 0xed) hi = 0x9f;  // no surrogates
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    if (c == 0xf0) lo = 0x90;
+    if (c == 0xf4) hi = 0x8f;  // nothing beyond U+10FFFF
+  } else {
+    return 0;
+  }
+  if (i + n > s.size() || b(i + 1) < lo || b(i + 1) > hi) return 0;
+  for (size_t k = 2; k < n; k++)
+    if (b(i + k) < 0x80 || b(i + k) > 0xbf) return 0;
+  return n;
+}
+
+}  // namespace
+
+std::string printable_text(const std::string& s) {
+  static const char hex[] = "0123456789abcdef";
+  std::string r;
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x20 || c == 0x7f ? 0 : utf8_length(s, i);
+    if (n == 0) {
+      r += "\\x";
+      r += hex[c >> 4];
+      r += hex[c & 15];
+      i++;
+    } else {
+      r.append(s, i, n);
+      i += n;
+    }
+  }
+  return r;
+}
+
 json parse_json_limited(const std::string& text, const std::string& what) {
+  // nlohmann's lexer takes a NUL byte for the end of the input and would ignore what follows it;
+  // no JSON text holds one (a string writes it \u0000).
+  if (const size_t nul = text.find('\0'); nul != std::string::npos)
+    throw ConfigError(what + ": not valid JSON: a NUL byte at offset " + std::to_string(nul) +
+                      " (a binary file?)");
   // The callback sees each value's depth as the parser reaches it; throwing stops the parse
   // before anything deeper is built (nlohmann's parser itself keeps its own stack, not recursion).
   int deepest = 0;
@@ -48,7 +102,7 @@ json parse_json_limited(const std::string& text, const std::string& what) {
   try {
     return json::parse(text, guard);
   } catch (const json::parse_error& e) {
-    throw ConfigError(what + ": not valid JSON: " + text_excerpt(e.what(), 300));
+    throw ConfigError(what + ": not valid JSON: " + text_excerpt(printable_text(e.what()), 300));
   } catch (const json::out_of_range& e) {
     // 406: a number beyond a double (1e999); the parser's message names it.
     throw ConfigError(what + ": a value out of range: " + text_excerpt(e.what(), 300));
@@ -204,34 +258,90 @@ void ObjectReader::finish() const {
   }
 }
 
-std::string read_small_file(const std::string& path, uint64_t limit) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw ConfigError(path + ": cannot open: " + errno_text(errno));
-  std::string s;
-  std::string err;
+std::string file_kind_text(unsigned mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (a named pipe, or a pipe such as <(...) gives)";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
+namespace {
+
+std::string limit_text(uint64_t limit) {
+  if (limit >= (1ull << 30) && limit % (1ull << 30) == 0)
+    return std::to_string(limit >> 30) + " GiB";
+  if (limit >= (1ull << 20) && limit % (1ull << 20) == 0)
+    return std::to_string(limit >> 20) + " MiB";
+  return format_bytes(limit);
+}
+
+}  // namespace
+
+InputFile::InputFile(const std::string& path, std::string what, std::string want)
+    : what_(std::move(what)), want_(std::move(want)) {
+  auto refuse = [&](unsigned mode) {
+    const std::string kind = file_kind_text(mode);
+    return ConfigError(what_ + " is " + kind +
+                       (kind.rfind("not ", 0) == 0 ? "" : ", not a regular file") +
+                       (want_.empty() ? "" : ": " + want_));
+  };
+  // stat first: a socket cannot be opened at all (ENXIO), and opening a device can act on it.
   struct stat st {};
-  if (::fstat(fd, &st) != 0)
-    err = "fstat: " + errno_text(errno);
-  else if (!S_ISREG(st.st_mode))
-    err = "not a regular file";
-  else if (static_cast<uint64_t>(st.st_size) > limit)
-    err = "larger than " + std::to_string(limit >> 20) + " MiB";
-  else {
-    s.resize(static_cast<size_t>(st.st_size));
-    size_t done = 0;
-    while (done < s.size()) {
-      const ssize_t n = ::pread(fd, s.data() + done, s.size() - done, static_cast<off_t>(done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        err = n < 0 ? "read: " + errno_text(errno) : "short read (the file shrank)";
-        break;
-      }
-      done += static_cast<size_t>(n);
-    }
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) throw refuse(st.st_mode);
+  fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd_ < 0) {
+    err_ = errno;
+    return;
   }
-  ::close(fd);
-  if (!err.empty()) throw ConfigError(path + ": " + err);
+  // The descriptor's own type decides: the path may have been replaced since the stat.
+  if (::fstat(fd_, &st) != 0) {
+    const int e = errno;
+    ::close(fd_);
+    fd_ = -1;
+    throw ConfigError(what_ + ": fstat: " + errno_text(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    fd_ = -1;
+    throw refuse(st.st_mode);
+  }
+  const int fl = ::fcntl(fd_, F_GETFL);
+  if (fl < 0 || ::fcntl(fd_, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+    const int e = errno;
+    ::close(fd_);
+    fd_ = -1;
+    throw ConfigError(what_ + ": fcntl: " + errno_text(e));
+  }
+  size_ = static_cast<uint64_t>(st.st_size);
+}
+
+InputFile::~InputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string InputFile::read_all(uint64_t limit, const std::string& limit_of) const {
+  if (size_ > limit)
+    throw ConfigError(what_ + " is " + std::to_string(size_) + " bytes, larger than the " +
+                      limit_text(limit) + " limit" + limit_of);
+  std::string s(static_cast<size_t>(size_), '\0');
+  size_t done = 0;
+  while (done < s.size()) {
+    const ssize_t n = ::pread(fd_, s.data() + done, s.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw ConfigError(what_ + ": read: " + errno_text(errno));
+    if (n == 0) throw ConfigError(what_ + ": short read (the file shrank)");
+    done += static_cast<size_t>(n);
+  }
   return s;
+}
+
+std::string read_small_file(const std::string& path, uint64_t limit) {
+  InputFile f(path, path, "");
+  if (!f.is_open()) throw ConfigError(path + ": cannot open: " + errno_text(f.error()));
+  return f.read_all(limit);
 }
 
 }  // namespace ckpt

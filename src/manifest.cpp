@@ -183,8 +183,13 @@ std::string plan_key_mismatch(const json& saved, const json& now) {
 
 std::string saved_run_dir(const std::string& from) {
   struct stat st {};
-  if (::stat(from.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return from;
-  const json r = parse_json_limited(read_small_file(from, 1ull << 30), from);
+  if (::stat(from.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) return from;
+  // A report: a regular file (a FIFO, socket or device is refused here, never read).
+  InputFile in(from, "--from '" + from + "'",
+               "give a --phases save job's run directory or its report");
+  if (!in.is_open())
+    throw ConfigError("--from '" + from + "': cannot open (" + errno_text(in.error()) + ")");
+  const json r = parse_json_limited(in.read_all(kMaxReportBytes, " for a report"), from);
   auto refuse = [&](const std::string& why) {
     return ConfigError("--from '" + from + "': " + why +
                        "; give a --phases save job's run directory or its report");
@@ -201,13 +206,13 @@ std::string saved_run_dir(const std::string& from) {
 
 json read_manifest(const std::string& run_dir) {
   const std::string path = run_dir + "/" + kManifestName;
-  std::ifstream in(path);
-  if (!in)
-    throw ConfigError("--from '" + run_dir + "': no " + kManifestName + " (" + errno_text(errno) +
+  InputFile in(path, "--from '" + run_dir + "': '" + path + "'",
+               "give the run directory a `--phases save` job printed");
+  if (!in.is_open())
+    throw ConfigError("--from '" + run_dir + "': no " + kManifestName + " (" +
+                      errno_text(in.error()) +
                       "); give the run directory a `--phases save` job printed");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  json j = parse_json_limited(ss.str(), path);
+  json j = parse_json_limited(in.read_all(kMaxReportBytes, " for a manifest"), path);
   if (!j.is_object() || j.value("manifest_version", 0) != kManifestVersion)
     throw ConfigError("'" + path + "': not a ckptbench manifest of version " +
                       std::to_string(kManifestVersion));

@@ -25,8 +25,11 @@ namespace {
 
 constexpr uint64_t kMaxHeader = 100ull << 20;  // 100 MiB
 constexpr size_t kMaxEntries = 10'000'000;
-constexpr int kMaxDepth = 16;                      // legit headers nest 3 deep
-constexpr uint64_t kMaxIndexBytes = 100ull << 20;  // model.safetensors.index.json
+constexpr int kMaxDepth = 16;                        // legit headers nest 3 deep
+constexpr uint64_t kMaxIndexBytes = 100ull << 20;    // model.safetensors.index.json
+constexpr uint64_t kMaxHfConfigBytes = 16ull << 20;  // config.json beside the model
+constexpr const char* kWantModel =
+    "give a .safetensors file, a model.safetensors.index.json or a directory of shards";
 
 using json = nlohmann::json;
 
@@ -84,13 +87,6 @@ uint64_t le64(std::string_view b) {
   return v;
 }
 
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 void pread_all(int fd, char* buf, size_t n, uint64_t off, const std::string& path) {
   size_t done = 0;
   while (done < n) {
@@ -104,26 +100,26 @@ void pread_all(int fd, char* buf, size_t n, uint64_t off, const std::string& pat
   }
 }
 
-std::vector<SafetensorsEntry> read_header_file(const std::string& path) {
-  Fd f;
-  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (f.fd < 0) throw ConfigError(path + ": cannot open safetensors file: " + errno_text(errno));
-  struct stat st {};
-  if (::fstat(f.fd, &st) != 0) throw ConfigError(path + ": fstat: " + errno_text(errno));
-  if (!S_ISREG(st.st_mode)) throw ConfigError(path + ": not a regular file");
-  const auto size = static_cast<uint64_t>(st.st_size);
+// `what` and `want` word the refusal of a path that is not a regular file (InputFile): a FIFO
+// named as the model or among its shards is refused, never opened for a blocking read.
+std::vector<SafetensorsEntry> read_header_file(const std::string& path, const std::string& what,
+                                               const std::string& want) {
+  InputFile f(path, what + " '" + path + "'", want);
+  if (!f.is_open())
+    throw ConfigError(path + ": cannot open safetensors file: " + errno_text(f.error()));
+  const uint64_t size = f.size();
   if (size < 8)
     throw ConfigError(path + ": truncated safetensors file (" + std::to_string(size) +
                       " bytes, shorter than the 8-byte header length)");
   std::string buf(8, '\0');
-  pread_all(f.fd, buf.data(), 8, 0, path);
+  pread_all(f.fd(), buf.data(), 8, 0, path);
   const uint64_t n = le64(buf);
   if (n > kMaxHeader || n > size - 8) {
     // Let the parser produce the message; it needs only the 8 bytes to decide.
     return parse_safetensors_header(buf, size, path);
   }
   buf.resize(8 + n);
-  pread_all(f.fd, buf.data() + 8, n, 8, path);
+  pread_all(f.fd(), buf.data() + 8, n, 8, path);
   return parse_safetensors_header(buf, size, path);
 }
 
@@ -246,8 +242,11 @@ ModelDesc make_model(const std::string& path, std::vector<SafetensorsEntry> entr
 }
 
 ModelDesc import_index(const std::string& path) {
-  const std::string text = read_small_file(path, kMaxIndexBytes);
-  json j = parse_json_limited(text, path);
+  InputFile in(path, "safetensors index '" + path + "'",
+               "give a model.safetensors.index.json file, a .safetensors file or a directory of "
+               "shards");
+  if (!in.is_open()) throw ConfigError(path + ": cannot open: " + errno_text(in.error()));
+  json j = parse_json_limited(in.read_all(kMaxIndexBytes, " for a safetensors index"), path);
   if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
     throw ConfigError(path +
                       ": expected an object with a \"weight_map\" object (tensor name -> "
@@ -270,7 +269,8 @@ ModelDesc import_index(const std::string& path) {
   std::vector<SafetensorsEntry> all;
   for (const auto& [f, names] : by_file) {
     const std::string fp = dir + "/" + f;
-    auto entries = read_header_file(fp);
+    auto entries = read_header_file(fp, "safetensors shard",
+                                    "the weight_map of '" + path + "' must name regular files");
     std::set<std::string> have;
     for (const auto& e : entries) have.insert(e.name);
     for (const auto& n : names)
@@ -289,10 +289,14 @@ ModelDesc import_index(const std::string& path) {
 // by TP) to the imported model; the tensor inventory still comes from the safetensors headers.
 // No config.json, or one without a head count, leaves m.dims empty.
 void read_hf_config(const std::string& path, ModelDesc& m) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return;
-  const std::string text = read_small_file(path, 16ull << 20);
-  json j = parse_json_limited(text, path);  // read for the attention head count of the model
+  InputFile in(path, "'" + path + "' (read beside the safetensors model for its head counts)",
+               "make it a regular JSON file or remove it");
+  if (!in.is_open()) {
+    if (in.error() == ENOENT) return;
+    throw ConfigError(path + ": cannot open: " + errno_text(in.error()));
+  }
+  // Read for the attention head count of the model.
+  json j = parse_json_limited(in.read_all(kMaxHfConfigBytes, " for a config.json"), path);
   if (!j.is_object()) return;
   auto has_heads = [](const json& o) {
     return o.is_object() && (o.contains("num_attention_heads") || o.contains("n_head"));
@@ -345,7 +349,9 @@ ModelDesc import_dir(const std::string& path) {
   std::sort(files.begin(), files.end());
   std::vector<SafetensorsEntry> all;
   for (const auto& f : files) {
-    auto entries = read_header_file(path + "/" + f);
+    auto entries =
+        read_header_file(path + "/" + f, "safetensors shard",
+                         "every *.safetensors file in a model directory must be a regular file");
     for (auto& e : entries) all.push_back(std::move(e));
   }
   return make_model(path, std::move(all));
@@ -543,7 +549,8 @@ class HeaderReader {
     return true;
   }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) {
-    throw ConfigError(what_ + ": safetensors header is not valid JSON (" + ex.what() + ")");
+    throw ConfigError(what_ + ": safetensors header is not valid JSON (" +
+                      printable_text(ex.what()) + ")");
   }
 
  private:
@@ -649,7 +656,8 @@ std::vector<SafetensorsEntry> parse_safetensors_header(std::string_view bytes, u
   try {
     json::sax_parse(text.begin(), text.end(), &reader);
   } catch (const json::exception& e) {
-    throw ConfigError(what + ": safetensors header is not valid JSON (" + e.what() + ")");
+    throw ConfigError(what + ": safetensors header is not valid JSON (" + printable_text(e.what()) +
+                      ")");
   }
   std::vector<SafetensorsEntry> out = reader.take();
   std::sort(out.begin(), out.end(), [](const SafetensorsEntry& a, const SafetensorsEntry& b) {
@@ -670,7 +678,9 @@ ModelDesc import_safetensors(const std::string& path) {
     m = import_dir(path);
     dir = path;
   } else {
-    m = ends_with(path, ".json") ? import_index(path) : make_model(path, read_header_file(path));
+    m = ends_with(path, ".json")
+            ? import_index(path)
+            : make_model(path, read_header_file(path, "safetensors file", kWantModel));
     dir = dir_of(path);
   }
   read_hf_config(dir + "/config.json", m);

@@ -23,12 +23,59 @@ std::string json_type_name(const json& v);
 inline constexpr int kMaxJsonDepth = 64;
 
 // Parses `text` as JSON with the depth limit. Throws ConfigError naming `what` (a file name or
-// "config") on a syntax error or too deep a nesting.
+// "config") on a syntax error, a NUL byte (the parser would stop there), or too deep a nesting.
 json parse_json_limited(const std::string& text, const std::string& what);
 
-// The whole content of a small regular file, opened read-only. Throws ConfigError naming the path:
-// cannot open, not a regular file, larger than `limit` bytes, short read.
+// Largest config file ckptbench reads (every rank parses it whole; real configs are a few KiB).
+inline constexpr uint64_t kMaxConfigBytes = 16ull << 20;
+// Largest report or manifest.json a restore reads (--from).
+inline constexpr uint64_t kMaxReportBytes = 1ull << 30;
+
+// "a directory", "a FIFO (a named pipe, ...)", "a socket", "a character device", "a block device"
+// or "not a regular file": what a non-regular st_mode is, for messages.
+std::string file_kind_text(unsigned mode);
+
+// A file the user named as input (a config, a safetensors file, shard or index, the config.json
+// beside it, a --from report or manifest), open for reading. Opening never blocks and never opens
+// what is not a regular file: the path is stat()ed first (a socket or device is refused without an
+// open, which could have side effects), then opened O_RDONLY|O_NONBLOCK|O_CLOEXEC (a FIFO put in
+// place meanwhile does not block the open), checked with fstat on that descriptor before any read,
+// and O_NONBLOCK cleared again.
+class InputFile {
+ public:
+  // `what` starts the messages ("config file 'x.json'", "--from 'd': 'd/ckptbench-manifest.json'"),
+  // `want` says what to give instead ("give a JSON file"; may be empty). Throws ConfigError
+  // "<what> is a FIFO (...), not a regular file: <want>" when the path is not a regular
+  // file, and on an fstat/fcntl failure; when the path cannot be opened (or does not exist),
+  // is_open() is false and error() the errno, for the caller's own words.
+  InputFile(const std::string& path, std::string what, std::string want);
+  ~InputFile();
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+
+  bool is_open() const { return fd_ >= 0; }
+  int error() const { return err_; }
+  int fd() const { return fd_; }
+  uint64_t size() const { return size_; }
+  // The whole content (pread from 0). Throws ConfigError "<what> is N bytes, larger than the
+  // <limit> limit<limit_of>" above `limit` bytes, and on a read error or a file that shrank.
+  std::string read_all(uint64_t limit, const std::string& limit_of = "") const;
+
+ private:
+  std::string what_, want_;
+  int fd_ = -1;
+  int err_ = 0;
+  uint64_t size_ = 0;
+};
+
+// The whole content of a small regular file, opened as InputFile does. Throws ConfigError naming
+// the path: cannot open, not a regular file (and what it is), larger than `limit` bytes, short
+// read.
 std::string read_small_file(const std::string& path, uint64_t limit);
+
+// `s` with control bytes and bytes that are not UTF-8 written as \xNN, for a message quoting
+// input (a JSON parser's "last read: ..." of a binary file).
+std::string printable_text(const std::string& s);
 
 // A value for an error message: compact JSON cut to at most `max` characters ("..." and the full
 // length appended when cut), so no message quotes an unbounded value.
