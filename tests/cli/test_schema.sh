@@ -131,10 +131,13 @@ if sweep:
     else:
         bad(f"sweep: status {sweep.get('status')}, params {sorted(got)}")
 if failed:
+    fpts = failed.get("points", [])
     if failed.get("status") == "failed" and failed.get("points_completed") == 1 and \
-       len(failed.get("points", [])) == 1 and "injected fault" in failed.get("error", "") and \
-       "finished_at" in failed:
-        ok("failed run: status failed, 1 finished point, the error, finished_at")
+       [p.get("status") for p in fpts] == ["ok", "failed"] and \
+       "injected fault" in fpts[1].get("error", "") and \
+       "injected fault" in failed.get("error", "") and "finished_at" in failed:
+        ok("failed run: status failed, 1 finished point and the failed one with its error, "
+           "finished_at")
     else:
         bad("failed run document: " + json.dumps({k: failed.get(k) for k in
             ("status", "error", "points_completed")}))
@@ -200,6 +203,7 @@ else: ok("every field name of the real reports is documented in docs/metrics.md"
 # (A documented field that is never written is a promise the tool does not keep.) Fields that
 # only exist in situations these reports do not create are listed with the reason.
 CONDITIONAL = {"timed_out_point": "only when timeout_s stops a run",
+               "run_dir_left": "only when a failed run cannot remove its run directory",
                "per_node": "only with more than one node"}
 present = set()
 def keys_of(x):
