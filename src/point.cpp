@@ -135,7 +135,6 @@ void PointRun::warn(const RunState& rs, const std::string& w) {
 
 namespace {
 
-// Plan, backend and cache choice of the point, agreed on by every rank.
 // The paths the point will make, checked against PATH_MAX and NAME_MAX before any file exists:
 // the run would fail at its first open of a long path, and a probe path too long for the file
 // system once read as "O_DIRECT refused". The prefix is the longest the run dir can grow to
@@ -168,6 +167,7 @@ void check_path_lengths(const RunState& rs, const PointRun& pt) {
                       text_excerpt(prefix + *longest, 300) + "'");
 }
 
+// Plan, backend and cache choice of the point, agreed on by every rank.
 void prepare(RunState& rs, PointRun& pt) {
   const bool restore_only = rs.opt.phases == Phases::restore;
   auto [o, m] = attempt(rs.rank, [&] {
