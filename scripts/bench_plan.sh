@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Benchmark of `ckptbench plan` (issue 3, "Performance"): llama3.1-405b, TP8 x PP16 x DP128
 # (16,384 virtual ranks), ZeRO-1, file-per-tensor, on one process. Targets: < 2 s wall, < 2 GiB
-# peak RSS. Prints wall time and max RSS from /usr/bin/time -v; not a pass/fail test.
+# peak RSS. Prints wall time and max RSS from /usr/bin/time -v, and the plan's arithmetic bounds
+# (`estimate`: what the limits are checked against, docs/config.md "limits") beside what was
+# built; not a pass/fail test.
 #   scripts/bench_plan.sh [path/to/ckptbench] [world=16384] [layout=file-per-tensor]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -38,4 +40,7 @@ doc = json.load(open(sys.argv[1]))
 pts = doc if isinstance(doc, list) else doc.get("points", [doc])
 for p in pts:
     print("  files: {}, payload: {:.2f} TiB".format(p.get("files"), p.get("payload_bytes", 0) / 2**40))
+    e = p.get("estimate", {})
+    print("  estimate:    {} MiB of plan memory, {} files, {} extents, {} shards".format(
+        e.get("memory_bytes", 0) >> 20, e.get("files"), e.get("extents"), e.get("shards")))
 PY

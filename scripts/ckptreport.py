@@ -30,7 +30,8 @@ import sys
 PHASES = ("save", "restore")
 # Keys of a config that describe the run rather than a point's I/O pattern.
 RUN_SPECIFIC_KEYS = ("target", "name", "comment", "repetitions", "verify", "keep", "strict",
-                     "timeout_s", "stall_timeout_s", "free_space_check", "sweep", "exclude")
+                     "timeout_s", "stall_timeout_s", "free_space_check", "sweep", "exclude",
+                     "limits", "target_fs")
 # The Python whose modules Debian's python3-* packages install.
 SYSTEM_PYTHON = "/usr/bin/python3"
 # Limits on the files read (reports and --reference outputs). A larger file is refused before it

@@ -159,7 +159,7 @@ const std::vector<Preset>& presets() {
 const std::vector<std::string>& run_keys() {
   static const std::vector<std::string> k = {
       "target",  "repetitions",      "verify", "keep",    "strict",          "timeout_s", "name",
-      "comment", "free_space_check", "sweep",  "exclude", "stall_timeout_s", "target_fs"};
+      "comment", "free_space_check", "sweep",  "exclude", "stall_timeout_s", "target_fs", "limits"};
   return k;
 }
 
@@ -634,6 +634,7 @@ RunConfig parse_config(const json& doc) {
   rc.free_space_check = r.boolean("free_space_check", true);
   rc.name = r.str("name", "");
   rc.comment = r.str("comment", "");
+  rc.limits = parse_plan_limits(r.raw("limits"));
   const json* sweep = r.raw("sweep");
   const json* exclude = r.raw("exclude");
   r.finish();
@@ -756,6 +757,7 @@ RunConfig parse_config(const json& doc) {
   res["free_space_check"] = rc.free_space_check;
   res["name"] = rc.name;
   res["comment"] = rc.comment;
+  res["limits"] = plan_limits_json(rc.limits);
   if (sweep) res["sweep"] = *sweep;
   if (exclude) res["exclude"] = *exclude;
   rc.resolved = res;

@@ -73,7 +73,7 @@ nlohmann::json plan_file_list(const IoPlan& plan, const ModelDesc* items_of) {
     }
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [id, f] : by_id) {
-    nlohmann::json j = {{"path", f->path}, {"size", f->size}, {"writers", f->writers}};
+    nlohmann::json j = {{"path", f->path}, {"size", f->size}, {"writers", f->writers.get()}};
     if (auto it = regions.find(id); it != regions.end()) j["regions"] = it->second;
     if (items_of) {
       // Every writer's tensor data in file order (a rank's FileSpec holds its own extents).
@@ -517,8 +517,9 @@ struct Builder {
       // Writer of an extent: the leader for node files, else the extent's source rank.
       std::map<int, std::vector<Extent>> by_rank;
       for (const auto& e : f.extents) by_rank[leader >= 0 ? leader : e.source].push_back(e);
-      std::vector<int> writers;
-      for (auto& [r, ex] : by_rank) writers.push_back(r);
+      std::vector<int> wl;
+      for (auto& [r, ex] : by_rank) wl.push_back(r);
+      const RankList writers(std::move(wl));
       uint64_t size = 0;
       for (const auto& e : f.extents) size = std::max(size, e.offset + e.padded);
       for (auto& [r, ex] : by_rank) {

@@ -160,7 +160,26 @@ int cmd_validate(const std::string& path, const Overrides& ov) {
     int world = p.parallelism.emulate_world;
     if (world == 0 && p.parallelism.dp > 0)
       world = p.parallelism.tp * p.parallelism.pp * p.parallelism.dp;
-    if (world > 0) resolve_parallelism(p.parallelism, world, m);
+    // The plan's limits, from counts alone. An emulated world is checked on the fewest real
+    // ranks (1), a job of unknown size (dp "auto") when it runs: validate refuses nothing a run
+    // would accept.
+    try {
+      if (p.restore.has_parallelism && p.restore.parallelism.emulate_world > 0)
+        check_world_limit(static_cast<uint64_t>(p.restore.parallelism.emulate_world), rc.limits,
+                          "restore.parallelism (its world)");
+      if (world > 0) {
+        check_world_limit(static_cast<uint64_t>(world), rc.limits,
+                          p.parallelism.emulate_world > 0 ? "parallelism.emulate_world"
+                                                          : "parallelism: tp*pp*dp");
+        const int real = p.parallelism.emulate_world > 0 ? 1 : world;
+        const Parallelism par = resolve_parallelism(p.parallelism, real, m);
+        check_plan_limits(estimate_plan(p, m, par, real, point_align(p, 4096)), rc.limits);
+      }
+    } catch (const ConfigError& e) {
+      if (rc.points.size() == 1) throw;
+      throw ConfigError("point " + std::to_string(i + 1) + " " + json_excerpt(p.params, 300) +
+                        ": " + e.what());
+    }
   }
   std::printf("%s: valid (%zu point%s x %d repetition%s)\n", path.c_str(), rc.points.size(),
               rc.points.size() == 1 ? "" : "s", rc.repetitions, rc.repetitions == 1 ? "" : "s");
@@ -215,11 +234,17 @@ int cmd_plan(const std::string& path, const Overrides& ov, int world, bool as_js
     if (w == 0) w = p.parallelism.emulate_world;
     if (w == 0 && p.parallelism.dp > 0) w = p.parallelism.tp * p.parallelism.pp * p.parallelism.dp;
     if (w == 0) throw ConfigError("plan: the job size is unknown (dp is \"auto\"); pass --world N");
+    check_world_limit(static_cast<uint64_t>(w), rc.limits,
+                      world > 0                         ? "--world"
+                      : p.parallelism.emulate_world > 0 ? "parallelism.emulate_world"
+                                                        : "parallelism: tp*pp*dp");
     Parallelism par = resolve_parallelism(p.parallelism, w, m);
+    const uint64_t align = point_align(p, 4096);
+    const PlanEstimate est = estimate_plan(p, m, par, w, align);
+    check_plan_limits(est, rc.limits);
     int rpn = p.ranks_per_node > 0 ? p.ranks_per_node : w;
     std::vector<int> node_of_rank(static_cast<size_t>(w));
     for (int r = 0; r < w; r++) node_of_rank[static_cast<size_t>(r)] = r / rpn;
-    const uint64_t align = point_align(p, 4096);
     IoPlan plan = make_plan(plan_input(p, m, par, align, w, node_of_rank));
     json pt = plan_stats_json(plan.stats);
     pt["block_size"] = p.block_size;
@@ -228,6 +253,7 @@ int cmd_plan(const std::string& path, const Overrides& ov, int world, bool as_js
     pt["transfers"] =
         transfer_stats_json(transfer_stats(plan, p.block_size, p.transfer), p.transfer);
     pt["index"] = i + 1;
+    pt["estimate"] = est.to_json();
     pt["params"] = p.params;
     pt["model"] = m.name;
     pt["world"] = w;

@@ -242,6 +242,8 @@ std::vector<RankIo> regroup_reads(const IoPlan& saved, int new_world) {
       readers[f.id].insert(static_cast<int>(r));
     }
   }
+  std::map<uint32_t, RankList> lists;  // one list per file, shared by its readers' FileSpecs
+  for (const auto& [id, set] : readers) lists.emplace(id, std::vector<int>(set.begin(), set.end()));
   for (size_t r = 0; r < N; r++) {
     RankIo& io = out[r];
     io.rank = static_cast<int>(r);
@@ -258,7 +260,7 @@ std::vector<RankIo> regroup_reads(const IoPlan& saved, int new_world) {
         io.payload_bytes += e.length;
       }
       f.create = false;
-      f.writers.assign(readers[id].begin(), readers[id].end());
+      f.writers = lists.at(id);
       f.shared = f.writers.size() > 1;
       io.files.push_back(std::move(f));
     }

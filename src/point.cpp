@@ -45,12 +45,14 @@ void plan_restore(Prepared& p, const PointConfig& pc, int world) {
   p.reshard_files = ids.size();
 }
 
-Prepared prepare_point(const PointConfig& pc, MPI_Comm comm, uint64_t align) {
+Prepared prepare_point(const PointConfig& pc, MPI_Comm comm, uint64_t align,
+                       const PlanLimits& limits) {
   int size = 1;
   MPI_Comm_size(comm, &size);
   Prepared p;
   p.model = build_model(pc.model);
   p.par = resolve_parallelism(pc.parallelism, size, p.model);
+  check_plan_limits(estimate_plan(pc, p.model, p.par, size, align), limits);
   p.nodes = node_map(comm, pc.ranks_per_node);
   p.align = align;
   p.plan = make_plan(plan_input(pc, p.model, p.par, align, size, p.nodes.node_of_rank));
@@ -184,10 +186,10 @@ void prepare(RunState& rs, PointRun& pt) {
       // As the save job planned it; read by this job's ranks (any number of them).
       const SavedPoint& sp = rs.saved.at(static_cast<size_t>(pt.index - 1));
       pt.align = sp.align;
-      pt.prep = prepare_saved_point(pt.pc, sp, rs.comm);
+      pt.prep = prepare_saved_point(pt.pc, sp, rs.comm, rs.cfg.limits);
       pt.saved_reads = regroup_reads(pt.prep.plan, rs.size);
     } else {
-      pt.prep = prepare_point(pt.pc, rs.comm, pt.align);
+      pt.prep = prepare_point(pt.pc, rs.comm, pt.align, rs.cfg.limits);
     }
     pt.backend = find_backend(pt.pc.backend).create(pt.pc);
     if (!pt.backend) throw ConfigError("backend '" + pt.pc.backend + "' is not available here");

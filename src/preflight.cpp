@@ -38,7 +38,7 @@ uint64_t plan_points(const RunConfig& cfg, MPI_Comm comm, std::vector<Prepared>*
   uint64_t need = 0;
   for (size_t i = 0; i < cfg.points.size(); i++) {
     try {
-      Prepared p = prepare_point(cfg.points[i], comm, point_align(cfg.points[i], 4096));
+      Prepared p = prepare_point(cfg.points[i], comm, point_align(cfg.points[i], 4096), cfg.limits);
       // Checkpoints on disk at once: all of them, or with keep_last K the K kept and the new one
       // (the oldest is removed only after the new one is durable).
       const PointConfig& pc = cfg.points[i];

@@ -463,6 +463,8 @@ IoPlan read_dir_plan(const DirFiles& files, const ReadDirAssignment& a) {
   std::map<size_t, std::vector<int>> readers;
   for (size_t r = 0; r < world; r++)
     for (size_t i : a.reads[r]) readers[i].push_back(static_cast<int>(r));
+  std::map<size_t, RankList> lists;  // one list per file, shared by its readers' FileSpecs
+  for (auto& [i, v] : readers) lists.emplace(i, std::move(v));
   std::vector<uint64_t> load(world, 0);
   for (size_t r = 0; r < world; r++) {
     RankIo& io = plan.ranks[r];
@@ -473,7 +475,7 @@ IoPlan read_dir_plan(const DirFiles& files, const ReadDirAssignment& a) {
       f.id = static_cast<uint32_t>(i);
       f.path = files.at(i).first;
       f.size = files[i].second;
-      f.writers = readers[i];
+      f.writers = lists.at(i);
       f.shared = f.writers.size() > 1;
       if (f.size > 0) {
         Extent e;

@@ -161,9 +161,11 @@ class Planner {
       ri.transfer_bytes = ri.payload_bytes;
       out.needed_bytes += ri.payload_bytes;
     }
+    std::map<uint32_t, RankList> lists;  // one list per file, shared by its readers' FileSpecs
+    for (auto& [id, v] : readers) lists.emplace(id, std::move(v));
     for (RankIo& ri : out.ranks)
       for (FileSpec& f : ri.files) {
-        f.writers = readers[f.id];
+        f.writers = lists.at(f.id);
         f.shared = f.writers.size() > 1;
       }
     out.unreadable_bytes = unreadable_bytes_;

@@ -20,10 +20,12 @@ namespace {
 
 // The saved plan of a point: model, parallelism resolved against the save job's world, the plan
 // with its node map and alignment.
-Prepared saved_plan(const PointConfig& pc, const SavedPoint& s) {
+Prepared saved_plan(const PointConfig& pc, const SavedPoint& s, const PlanLimits& limits) {
   Prepared p;
   p.model = build_model(pc.model);
+  check_world_limit(static_cast<uint64_t>(s.world), limits, "the saved run's world");
   p.par = resolve_parallelism(pc.parallelism, s.world, p.model);
+  check_plan_limits(estimate_plan(pc, p.model, p.par, s.world, s.align), limits);
   p.align = s.align;
   std::vector<int> nodes = s.node_of_rank;
   if (nodes.empty()) nodes.assign(static_cast<size_t>(s.world), 0);
@@ -33,8 +35,9 @@ Prepared saved_plan(const PointConfig& pc, const SavedPoint& s) {
 
 }  // namespace
 
-Prepared prepare_saved_point(const PointConfig& pc, const SavedPoint& saved, MPI_Comm comm) {
-  Prepared p = saved_plan(pc, saved);
+Prepared prepare_saved_point(const PointConfig& pc, const SavedPoint& saved, MPI_Comm comm,
+                             const PlanLimits& limits) {
+  Prepared p = saved_plan(pc, saved, limits);
   p.nodes = node_map(comm, pc.ranks_per_node);
   return p;
 }
@@ -65,7 +68,7 @@ std::vector<SavedPoint> check_saved_run(const RunConfig& cfg, const json& manife
                         ")");
     Prepared p;
     try {
-      p = saved_plan(pc, s);
+      p = saved_plan(pc, s, cfg.limits);
     } catch (const ConfigError& e) {
       throw ConfigError("--from '" + run_dir + "', " + pw + ": " + e.what());
     }

@@ -258,6 +258,14 @@ RankShards shards_for_rank(const ModelDesc& m, const TrainingState& ts, const Pa
   RankShards out;
   out.coord = rank_coord(p, vrank);
   const RankCoord& c = out.coord;
+  // A data-parallel replica (dp > 0) saves nothing when no state kind is ZeRO-partitioned: no
+  // need to walk the stage's tensors (emulated worlds have many such ranks).
+  if (c.dp != 0) {
+    bool any = false;
+    for (StateKind kind : saved_state_kinds(ts))
+      any |= kind == StateKind::weights ? p.zero_stage == 3 : p.zero_stage >= 1;
+    if (!any) return out;
+  }
 
   // This stage's tensors with their TP-local shapes (tensor order).
   struct Local {
@@ -342,6 +350,56 @@ RankShards shards_for_rank(const ModelDesc& m, const TrainingState& ts, const Pa
   }
   for (const Shard& s : out.shards) out.payload_bytes += s.bytes;
   return out;
+}
+
+ShardTally tally_shards(const ModelDesc& m, const TrainingState& ts, const Parallelism& p,
+                        double scale) {
+  ShardTally t;
+  const uint64_t TP = static_cast<uint64_t>(p.tp), DP = static_cast<uint64_t>(p.dp);
+  auto add = [](uint64_t& a, uint64_t b) { a = b > UINT64_MAX - a ? UINT64_MAX : a + b; };
+  auto mul = [](uint64_t a, uint64_t b) {
+    return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+  };
+  for (int stage = 0; stage < p.pp; stage++) {
+    uint64_t shards = 0, bytes = 0, rank_max = 0;
+    if (m.sizing == "dlio") {
+      // DLIO's ranks with dp > 0 all hold the same list (dlio_shards_for_rank).
+      const RankShards a = shards_for_rank(m, ts, p, vrank_of(p, 0, stage, 0), scale);
+      shards = a.shards.size();
+      bytes = a.payload_bytes;
+      rank_max = shards;
+      if (DP > 1) {
+        const RankShards b = shards_for_rank(m, ts, p, vrank_of(p, 0, stage, 1), scale);
+        add(shards, mul(b.shards.size(), DP - 1));
+        add(bytes, mul(b.payload_bytes, DP - 1));
+        rank_max = std::max<uint64_t>(rank_max, b.shards.size());
+      }
+    } else {
+      // TP rank 0 holds the largest slice of every tensor (uneven splits give the first ranks
+      // the extra row): its members bound every TP rank's.
+      for (StateKind kind : saved_state_kinds(ts)) {
+        const bool partitioned = kind == StateKind::weights ? p.zero_stage == 3 : p.zero_stage >= 1;
+        uint64_t members = 0, kbytes = 0;
+        for (const TensorDesc& td : m.tensors) {
+          if (!on_stage(td, m, p.pp, stage)) continue;
+          const auto dt = tensor_state_dtype(td, ts, kind);
+          if (!dt) continue;
+          const uint64_t n = product(local_shape(td, p, 0));
+          if (n == 0) continue;
+          members++;
+          add(kbytes, scaled_bytes(n, *dt, scale));
+        }
+        // ZeRO cuts the flat buffer at DP - 1 points: at most one extra fragment each.
+        add(shards, partitioned ? std::min(mul(members, DP), members + DP - 1) : members);
+        add(bytes, kbytes);
+        rank_max += members;
+      }
+    }
+    add(t.shards, mul(shards, TP));
+    add(t.bytes, mul(bytes, TP));
+    t.rank_max = std::max(t.rank_max, rank_max);
+  }
+  return t;
 }
 
 }  // namespace ckpt

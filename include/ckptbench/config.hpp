@@ -7,6 +7,7 @@
 
 #include "ckptbench/layout.hpp"
 #include "ckptbench/model.hpp"
+#include "ckptbench/plan_limits.hpp"
 #include "ckptbench/sharding.hpp"
 #include "ckptbench/source.hpp"
 #include "ckptbench/transfer.hpp"
@@ -94,6 +95,7 @@ struct RunConfig {
   double stall_timeout_s = 300;  // a rank waiting for its peers this long ends the job; 0 = off
   bool free_space_check = true;  // refuse a run whose largest point does not fit (statvfs)
   std::string name;              // run title (plots)
+  PlanLimits limits;             // bounds on every point's plan (plan_limits.hpp)
   std::string comment;
   std::vector<PointConfig> points;
   nlohmann::json resolved;  // whole config, resolved (defaults filled in)

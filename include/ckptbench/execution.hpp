@@ -49,13 +49,17 @@ struct Prepared {
   Parallelism restore_par;
   uint64_t reshard_files = 0;
 };
-Prepared prepare_point(const PointConfig& pc, MPI_Comm comm, uint64_t align);
+// The point's plan on comm's ranks; the plan's limits are checked (estimate_plan) before it is
+// built.
+Prepared prepare_point(const PointConfig& pc, MPI_Comm comm, uint64_t align,
+                       const PlanLimits& limits);
 // With restore.parallelism / restore.weights_only: resolves the restore parallelism (errors name
 // restore.parallelism) and computes p.reshard from p's model, parallelism and plan.
 void plan_restore(Prepared& p, const PointConfig& pc, int world);
 // --phases restore: the point as the save job planned it (its world, node map and alignment; the
 // node map of this job for the per-node figures). Throws ConfigError naming what differs.
-Prepared prepare_saved_point(const PointConfig& pc, const SavedPoint& saved, MPI_Comm comm);
+Prepared prepare_saved_point(const PointConfig& pc, const SavedPoint& saved, MPI_Comm comm,
+                             const PlanLimits& limits);
 // --phases restore, rank 0, before any I/O: the manifest's points against the config (count,
 // plan keys, plan digest) and the saved files (present, regular, of the planned size). Returns
 // the saved points; throws ConfigError naming the point, key, file or size.

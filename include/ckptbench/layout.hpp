@@ -1,7 +1,9 @@
 // Shard lists + layout -> IoPlan: files and extents (pure). docs/layouts.md.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -65,13 +67,39 @@ struct Extent {
   int32_t source = -1;  // real rank that produces (save) / consumes (restore) the bytes
 };
 
+// The sorted real ranks of a file (its writers, or its readers in a restore plan), held once and
+// shared by the FileSpecs of all of them: a file that N ranks write would otherwise hold N copies
+// of N ranks in every rank's plan (a shared file of 30,000 writers: 3.6 GB).
+class RankList {
+ public:
+  RankList() = default;
+  RankList(std::vector<int> v)  // NOLINT(google-explicit-constructor): a list of ranks is one
+      : v_(std::make_shared<const std::vector<int>>(std::move(v))) {}
+  RankList(std::initializer_list<int> v) : RankList(std::vector<int>(v)) {}
+  const std::vector<int>& get() const { return v_ ? *v_ : empty_list(); }
+  size_t size() const { return get().size(); }
+  bool empty() const { return get().empty(); }
+  int front() const { return get().front(); }
+  int operator[](size_t i) const { return get()[i]; }
+  std::vector<int>::const_iterator begin() const { return get().begin(); }
+  std::vector<int>::const_iterator end() const { return get().end(); }
+  friend bool operator==(const RankList& a, const std::vector<int>& b) { return a.get() == b; }
+
+ private:
+  static const std::vector<int>& empty_list() {
+    static const std::vector<int> e;
+    return e;
+  }
+  std::shared_ptr<const std::vector<int>> v_;
+};
+
 struct FileSpec {
   uint32_t id = 0;              // unique within the point; seeds the data pattern
   std::string path;             // relative to the point directory; no "..", no leading '/'
   uint64_t size = 0;            // final size in bytes (payload + padding + index)
   bool create = false;          // this real rank creates (and preallocates) the file
   bool shared = false;          // written by more than one real rank
-  std::vector<int> writers;     // real ranks writing the file (sorted)
+  RankList writers;             // real ranks writing the file (sorted)
   std::vector<Extent> extents;  // the extents THIS real rank transfers, in file-offset order
   // Framed files (LayoutOptions::framing): the requests the framework's stream issues, in order,
   // on save and on restore (restore requests may overlap: a buffered reader reads some bytes

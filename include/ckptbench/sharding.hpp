@@ -90,4 +90,16 @@ struct RankShards {
 RankShards shards_for_rank(const ModelDesc& m, const TrainingState& ts, const Parallelism& resolved,
                            int vrank, double scale = 1.0);
 
+// What every virtual rank's shards_for_rank would give, counted without building them (cost
+// proportional to pp x the model's tensors, whatever the world): upper bounds on the number of
+// shards and their bytes over all virtual ranks, and on one rank's shards. The plan's limits
+// (plan_limits.hpp) are checked with it before any plan is built.
+struct ShardTally {
+  uint64_t shards = 0;    // over all virtual ranks
+  uint64_t bytes = 0;     // payload bytes over all virtual ranks (after scale)
+  uint64_t rank_max = 0;  // most shards one virtual rank holds
+};
+ShardTally tally_shards(const ModelDesc& m, const TrainingState& ts, const Parallelism& resolved,
+                        double scale = 1.0);
+
 }  // namespace ckpt

@@ -152,4 +152,43 @@ PY
 refused "safetensors header not UTF-8: message printable" "safetensors header is not valid JSON .*last read: '\"w\\\\xe9" \
   "$BIN" validate "$(st_config st-latin1 "$work/latin1.safetensors")"
 
+# 12. Plans no machine can hold (item 2): refused by validate, plan and a run from counts alone,
+# in well under a second and within 1 GiB of address space, naming the limit's key.
+vlimit=1048576
+cat > "$work/emulate.json" <<'EOF'
+{"model": "tiny", "parallelism": {"tp": 1, "dp": "auto", "emulate_world": 100000000}}
+EOF
+every "emulate_world 10^8" "parallelism.emulate_world: 100000000 ranks is more than limits.max_virtual_ranks = 262144" \
+  "$work/emulate.json"
+cat > "$work/chunk4k.json" <<'EOF'
+{"model": "llama3.1-405b", "parallelism": {"tp": 8, "pp": 16, "dp": "auto", "emulate_world": 1024},
+ "chunk_size": "4K"}
+EOF
+every "chunk_size 4K on llama3.1-405b" "the plan would make up to [0-9]{10} files, more than limits.max_files = 2000000" \
+  "$work/chunk4k.json"
+refused "plan --world 10^7" "--world: 10000000 ranks is more than limits.max_virtual_ranks" \
+  "$BIN" plan --config "$good" --world 10000000
+cat > "$work/shared.json" <<'EOF'
+{"model": "tiny", "parallelism": {"tp": 1, "dp": "auto", "zero_stage": 1, "emulate_world": 200000},
+ "layout": "shared-file",
+ "limits": {"max_plan_memory": "64M"}}
+EOF
+every "plan memory over limits.max_plan_memory" "the plan would need about [0-9.]+ MiB of memory in every rank .*more than limits.max_plan_memory = 64.00 MiB" \
+  "$work/shared.json"
+refused "extents over limits.max_extents (--set)" "file extents, more than limits.max_extents = 100 " \
+  "$BIN" plan --config "$good" --world 4 --set limits.max_extents=100
+refused "restore world over the limit" "restore.parallelism \(its world\): 300000 ranks is more than limits.max_virtual_ranks" \
+  "$BIN" validate --config "$good" --set direct=false \
+  --set 'restore.parallelism={"tp":1,"dp":"auto","emulate_world":300000}'
+refused "limits.max_files 0" "'limits.max_files'" "$BIN" validate --config "$good" --set limits.max_files=0
+refused "limits: unknown key" "limits.*max_file\b" "$BIN" validate --config "$good" --set limits.max_file=5
+vlimit=""
+# A raised limit lets the same plan through.
+if o="$("$BIN" validate --config "$work/emulate.json" --set parallelism.emulate_world=300000 \
+      --set limits.max_virtual_ranks=300000 2>&1)"; then
+  ok "a raised limits.max_virtual_ranks accepts 300000 ranks"
+else
+  bad "raised limits.max_virtual_ranks: $o"
+fi
+
 summary

@@ -4,7 +4,10 @@
 #include <map>
 #include <set>
 
+#include "ckptbench/config.hpp"
+#include "ckptbench/error.hpp"
 #include "ckptbench/layout.hpp"
+#include "ckptbench/plan_limits.hpp"
 #include "ckptbench/units.hpp"
 
 using namespace ckpt;
@@ -182,4 +185,129 @@ TEST(Layout, ZeroStage0OnlyDpRank0Writes) {
   EXPECT_EQ(plan.stats.files, 2u);  // tp0 and tp1 of dp 0
   EXPECT_TRUE(plan.ranks[2].files.empty());
   EXPECT_TRUE(plan.ranks[3].files.empty());
+}
+
+// Plan limits (plan_limits.hpp): the arithmetic bounds are bounds. For every layout, ZeRO stage,
+// TP/PP split, emulated world, chunking and framing that plans here, the estimate is at least
+// what make_plan builds (shards, files, extents, bytes on disk), and the shard tally is exact
+// where nothing is ZeRO-partitioned.
+TEST(PlanLimits, EstimateBoundsTheBuiltPlan) {
+  int checked = 0;
+  for (const char* model : {"tiny", "tiny-moe", "mlperf-llama3-8b"})
+    for (const auto& layout : layout_names())
+      for (int zero : {0, 1, 3})
+        for (auto [tp, pp] : {std::pair{1, 1}, std::pair{2, 2}})
+          for (int world : {4, 16})
+            for (const char* chunk : {"0", "64K"})
+              for (bool framed : {false, true}) {
+                nlohmann::json doc = {
+                    {"model", {{"name", model}, {"scale", 0.01}}},
+                    {"parallelism", {{"tp", tp}, {"pp", pp}, {"dp", "auto"}, {"zero_stage", zero}}},
+                    {"layout", layout},
+                    {"direct", false}};
+                if (world > 4) doc["parallelism"]["emulate_world"] = world;
+                if (std::string(chunk) != "0") doc["chunk_size"] = chunk;
+                if (framed) doc["framing"] = "torch-zip";
+                const int N = 4;
+                IoPlan plan;
+                PlanEstimate est;
+                PointConfig pc;
+                ModelDesc m;
+                try {
+                  pc = parse_config(doc).points.at(0);
+                  m = build_model(pc.model);
+                  const Parallelism par = resolve_parallelism(pc.parallelism, N, m);
+                  const uint64_t align = pc.direct ? 4096 : 64;
+                  est = estimate_plan(pc, m, par, N, align);
+                  plan = make_plan(plan_input(pc, m, par, align, N, {0, 0, 1, 1}));
+                } catch (const ConfigError&) {
+                  continue;  // a combination the rules refuse (e.g. framing with chunks)
+                }
+                const std::string what = std::string(model) + " " + layout + " zero " +
+                                         std::to_string(zero) + " tp/pp " + std::to_string(tp) +
+                                         " world " + std::to_string(world) + " chunk " + chunk +
+                                         (framed ? " framed" : "");
+                uint64_t shards = 0, extents = 0;
+                for (const auto& rs : plan.shards) shards += rs.shards.size();
+                for (const auto& r : plan.ranks)
+                  for (const auto& f : r.files) extents += f.extents.size();
+                EXPECT_GE(est.shards, shards) << what;
+                if (zero == 0 && pc.model.sizing != "dlio") {
+                  EXPECT_EQ(est.shards, shards) << what;
+                }
+                EXPECT_GE(est.files, plan.stats.files) << what;
+                EXPECT_GE(est.extents, extents) << what;
+                EXPECT_GE(est.file_bytes, plan.stats.file_bytes) << what;
+                EXPECT_EQ(est.virtual_ranks, static_cast<uint64_t>(world)) << what;
+                EXPECT_GT(est.memory_bytes, 0u) << what;
+                checked++;
+              }
+  EXPECT_GT(checked, 500);
+}
+
+// A shared file's writer list is held once, not once per writer (30,000 writers used to cost
+// 3.6 GB: every writer's FileSpec held all 30,000 ranks).
+TEST(PlanLimits, SharedFileWritersAreOneList) {
+  Fixture fx(LayoutKind::shared_file, 64, 1, 1);
+  const IoPlan plan = make_plan(fx.in);
+  ASSERT_EQ(plan.stats.files, 1u);
+  const int* first = plan.ranks[0].files.at(0).writers.get().data();
+  for (const auto& r : plan.ranks) {
+    ASSERT_EQ(r.files.size(), 1u);
+    EXPECT_EQ(r.files[0].writers.size(), 64u);
+    EXPECT_EQ(r.files[0].writers.get().data(), first) << "rank " << r.rank;
+  }
+}
+
+// Refusals name the limit's key and the number; the defaults hold a large real job.
+TEST(PlanLimits, RefusalsNameTheKey) {
+  PlanLimits l;
+  PlanEstimate e;
+  e.virtual_ranks = 16384;
+  e.real_ranks = 16384;
+  EXPECT_NO_THROW(check_plan_limits(e, l));
+  auto msg = [&](PlanEstimate x, PlanLimits lim) -> std::string {
+    try {
+      check_plan_limits(x, lim);
+    } catch (const ConfigError& err) {
+      return err.what();
+    }
+    return "";
+  };
+  PlanEstimate big = e;
+  big.virtual_ranks = l.max_virtual_ranks + 1;
+  big.emulated = true;
+  EXPECT_NE(msg(big, l).find("parallelism.emulate_world: 262145 ranks is more than "
+                             "limits.max_virtual_ranks = 262144"),
+            std::string::npos);
+  big = e;
+  big.files = UINT64_MAX;
+  EXPECT_NE(msg(big, l).find("more than 2^64 files, more than limits.max_files"),
+            std::string::npos);
+  big = e;
+  big.extents = 30'000'000;
+  EXPECT_NE(msg(big, l).find("30000000 file extents, more than limits.max_extents = 20000000"),
+            std::string::npos);
+  big = e;
+  big.memory_bytes = uint64_t{3} << 30;
+  EXPECT_NE(msg(big, l).find("about 3.00 GiB of memory in every rank"), std::string::npos);
+  EXPECT_NE(msg(big, l).find("limits.max_plan_memory = 2.00 GiB"), std::string::npos);
+  PlanLimits raised = l;
+  raised.max_plan_memory = uint64_t{4} << 30;
+  EXPECT_EQ(msg(big, raised), "");
+  // Parsing: the keys, sizes for the memory, errors naming the key.
+  const nlohmann::json j = {{"max_files", 10}, {"max_plan_memory", "1G"}};
+  const PlanLimits p = parse_plan_limits(&j);
+  EXPECT_EQ(p.max_files, 10u);
+  EXPECT_EQ(p.max_plan_memory, uint64_t{1} << 30);
+  EXPECT_EQ(p.max_virtual_ranks, l.max_virtual_ranks);
+  const nlohmann::json bad = {{"max_extents", -1}};
+  EXPECT_THROW(parse_plan_limits(&bad), ConfigError);
+  const nlohmann::json tiny = {{"max_plan_memory", "4K"}};
+  try {
+    parse_plan_limits(&tiny);
+    ADD_FAILURE() << "4K accepted";
+  } catch (const ConfigError& err) {
+    EXPECT_NE(std::string(err.what()).find("limits.max_plan_memory"), std::string::npos);
+  }
 }
