@@ -7,6 +7,7 @@
 // and times the steps (open, io, sync, close). docs/design.md has the data flow.
 #include "ckptbench/driver.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -39,10 +40,22 @@ SyncPlan plan_sync(SyncPolicy policy, bool save, size_t files, size_t budget) {
 }
 
 size_t fd_budget() {
+  constexpr size_t kMax = size_t{1} << 20;
   rlimit rl{};
   if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 256;
-  const rlim_t cur = rl.rlim_cur;
-  return cur > 128 ? static_cast<size_t>(std::min<rlim_t>(cur - 64, rlim_t{1} << 20)) : 64;
+  if (rl.rlim_cur == RLIM_INFINITY) return kMax;
+  const size_t cur = static_cast<size_t>(std::min<rlim_t>(rl.rlim_cur, rlim_t{kMax} * 2));
+  // Descriptors open now: the entries of /proc/self/fd but the listing's own.
+  size_t used = 64;  // without /proc: the reserve the budget always had
+  if (DIR* d = opendir("/proc/self/fd")) {
+    size_t n = 0;
+    while (const dirent* e = readdir(d))
+      if (e->d_name[0] != '.') n++;
+    closedir(d);
+    used = n > 0 ? n - 1 : 0;
+  }
+  const size_t reserve = std::clamp<size_t>(cur / 8, 8, 64);
+  return cur > used + reserve ? std::min(cur - used - reserve, kMax) : 1;
 }
 
 std::vector<size_t> files_in_id_order(const std::vector<FileSpec>& files) {

@@ -130,7 +130,7 @@ PlanEstimate estimate_plan(const PointConfig& pc, const ModelDesc& m, const Para
   uint64_t mem = mul(V, sizeof(RankShards) + 16);
   mem = add(mem, mul(S, (sizeof(Shard) + 32) * 2));
   mem = add(mem, mul(e.extents, sizeof(Extent) * 4));
-  mem = add(mem, mul(add(F, e.files), sizeof(FileSpec) * 2 + 3 * 64));
+  mem = add(mem, mul(add(F, e.files), sizeof(FileSpec) * 3 + 4 * 64));
   mem = add(mem, mul(N, sizeof(RankIo) + sizeof(FileSpec) + 128));
 
   if (pc.restore.reshard) {

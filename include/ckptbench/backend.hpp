@@ -181,8 +181,10 @@ struct BackendFactory {
 };
 
 // Helpers every backend shares.
-// File descriptors a backend may keep open: RLIMIT_NOFILE's soft limit minus 64 for MPI and the
-// runtime (at least 64, at most 2^20).
+// File descriptors a phase (and a backend) may keep open at once: RLIMIT_NOFILE's soft limit less
+// the descriptors open now (MPI's, the runtime's) and a reserve for what libraries open meanwhile
+// (an eighth of the limit, 8 to 64); at least 1, at most 2^20. With `ulimit -n 24` that is 1 or
+// 2, so a many-file layout runs one file at a time instead of failing with EMFILE.
 size_t fd_budget();
 // Opens file f of the plan below ctx.dir with open_beneath (no symbolic link followed, nothing
 // outside the directory; `flags` with O_CREAT creates exclusively). Throws IoError naming the path

@@ -20,10 +20,6 @@ struct SyncPlan {
 // of the point directory; restores never sync.
 SyncPlan plan_sync(SyncPolicy policy, bool save, size_t files, size_t budget);
 
-// File descriptors a phase may hold: RLIMIT_NOFILE's soft limit minus 64 for MPI and the runtime
-// (at least 64, at most 2^20).
-size_t fd_budget();
-
 // Indices of `files` in file-id order (the order every rank opens shared files in).
 std::vector<size_t> files_in_id_order(const std::vector<FileSpec>& files);
 // Those of them that are (commit true) or are not (false) commit records (FileSpec::commit).
