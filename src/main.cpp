@@ -430,23 +430,48 @@ int cmd_run(const std::string& config_path, const Overrides& ov, RunOptions opt,
                         format_bytes(p["bytes_per_repetition"]).c_str(),
                         static_cast<unsigned long long>(p["plan"]["files"].get<uint64_t>()));
         } else {
-          write_report(r.doc, output);
-          bool dlio_written = false;
+          // The side outputs first: one that cannot be written is recorded in the report
+          // (output_errors) and makes the exit 1, whatever the run's status says of its I/O.
+          std::vector<std::string> output_errors;
+          bool dlio_written = false, csv_written = false;
           if (!dlio_path.empty()) {
             const auto s = dlio_summary(r.doc);
-            if (s.is_null())
+            if (s.is_null()) {
               std::fprintf(stderr,
                            "ckptbench: --dlio-summary: nothing written: the point did not "
                            "finish\n");
-            else
-              write_report(s, dlio_path);
-            dlio_written = !s.is_null();
+            } else {
+              try {
+                write_report(s, dlio_path);
+                dlio_written = true;
+              } catch (const std::exception& e) {
+                output_errors.push_back(std::string("--dlio-summary: ") + e.what());
+              }
+            }
           }
-          if (!opt.csv.empty()) write_csv(r.doc, opt.csv);
+          if (!opt.csv.empty()) {
+            try {
+              write_csv(r.doc, opt.csv);
+              csv_written = true;
+            } catch (const std::exception& e) {
+              output_errors.push_back(std::string("--csv: ") + e.what());
+            }
+          }
+          if (!output_errors.empty()) r.doc["output_errors"] = output_errors;
+          write_report(r.doc, output);
           if (!opt.quiet) std::printf("\n%s", summary_table(r.doc).c_str());
           std::printf("report: %s\n", output.c_str());
-          if (!opt.csv.empty()) std::printf("CSV: %s\n", opt.csv.c_str());
+          if (csv_written) std::printf("CSV: %s\n", opt.csv.c_str());
           if (dlio_written) std::printf("DLIO summary: %s\n", dlio_path.c_str());
+          for (size_t i = 0; i < output_errors.size(); i++) {
+            // The run's own error (if any) is printed below; these are the outputs'.
+            if (r.exit_code == 0 && i + 1 == output_errors.size()) {
+              r.exit_code = 1;
+              r.error = output_errors[i];
+            } else {
+              std::fprintf(stderr, "ckptbench: error: %s\n", output_errors[i].c_str());
+            }
+          }
         }
       }
       if (r.exit_code != 0) fail(r.error, r.exit_code);

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <vector>
 
 #include "ckptbench/agreement.hpp"
@@ -135,6 +136,17 @@ uint64_t preflight(const RunConfig& cfg, const RunOptions& opt, const std::strin
                         opt.from_dir + "'");
     if (opt.phases != Phases::both && opt.dry_run)
       throw ConfigError("--dry-run lists a whole run; leave out --phases");
+    // A backend this machine cannot run (io_uring disabled or filtered, a backend not built):
+    // bad input for this machine, refused on the rank that finds it before anything is made.
+    if (!opt.dry_run) {
+      std::set<std::string> seen;
+      for (const auto& pc : cfg.points) {
+        if (!seen.insert(pc.backend).second) continue;
+        const BackendFactory& bf = find_backend(pc.backend);
+        if (const std::string why = bf.probe ? bf.probe() : std::string(); !why.empty())
+          throw ConfigError("'backend': \"" + pc.backend + "\" cannot run here: " + why);
+      }
+    }
   });
   agree(o0, m0, 0);
   if (opt.phases == Phases::restore) return 0;  // checked against the saved run instead

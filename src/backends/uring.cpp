@@ -547,10 +547,16 @@ class UringBackend final : public Backend {
       if (rc < 0) {
         rlimit rl{};
         getrlimit(RLIMIT_MEMLOCK, &rl);
-        throw IoError("io_uring.fixed_buffers: registering " + std::to_string(n) + " buffers of " +
-                      std::to_string(ctx.pool->buffer_size()) + " bytes failed: " +
-                      errno_text(-rc) + " (RLIMIT_MEMLOCK " + std::to_string(rl.rlim_cur) +
-                      "); raise `ulimit -l` or set io_uring.fixed_buffers false");
+        const std::string msg = "io_uring.fixed_buffers: registering " + std::to_string(n) +
+                                " buffers of " + std::to_string(ctx.pool->buffer_size()) +
+                                " bytes failed: " + errno_text(-rc) + " (RLIMIT_MEMLOCK " +
+                                (rl.rlim_cur == RLIM_INFINITY ? std::string("unlimited")
+                                                              : std::to_string(rl.rlim_cur)) +
+                                "); raise `ulimit -l` or set io_uring.fixed_buffers false";
+        // The locked-memory limit (ENOMEM) or a policy (EPERM) refuses what the config asks for:
+        // bad input for this machine, before any transfer.
+        if (rc == -ENOMEM || rc == -EPERM) throw ConfigError(msg);
+        throw IoError(msg);
       }
       buffers_registered_ = true;
     }

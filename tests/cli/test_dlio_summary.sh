@@ -2,7 +2,8 @@
 # --dlio-summary writes DLIO's summary.json layout (docs/metrics.md, "DLIO / MLPerf Storage
 # summary"): its numbers follow DLIO's definitions applied to the main report, the lookups that
 # MLCommons' storage reporting makes on summary.json succeed with the right types, and a sweep of
-# several points is refused before any I/O.
+# several points is refused before any I/O; a summary that cannot be written after the run is
+# recorded in the report (output_errors) and exits 1.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 need_binary
 PY="$(python_with json)" || { echo "skip: no python3"; exit 77; }
@@ -172,4 +173,27 @@ rc=$?
 grep -q -- "--dlio-summary: .*2 sweep points" "$work/out2" && ok "refusal names the option" || bad "refusal names the option"
 [ ! -e "$work/r2.json" ] && [ ! -e "$work/s2.json" ] && [ ! -e "$work/t2" ] \
   && ok "nothing created" || bad "nothing created"
+# A summary that cannot be written after the run (here an immutable file in its place: chattr +i,
+# root on a file system with inode flags) is not an "ok" run with exit 1 and no word in the
+# report: the report says so in output_errors, the message names --dlio-summary, exit 1, and the
+# other outputs (report, CSV) are written.
+mkdir -p "$work/t3"
+echo '{}' > "$work/s3.json"
+if chattr +i "$work/s3.json" 2> /dev/null; then
+  timeout 60 "${MPI_BASE[@]}" -n 2 "$BIN" run --config "$work/c.json" --set repetitions=1 \
+    --target "$work/t3" --output "$work/r3.json" --dlio-summary "$work/s3.json" \
+    --csv "$work/r3.csv" --quiet > "$work/out3" 2>&1
+  rc=$?
+  chattr -i "$work/s3.json"
+  errs="$("$PY" -c "import json,sys; print(*json.load(open(sys.argv[1])).get('output_errors', []), sep='\\n')" "$work/r3.json" 2>&1)"
+  if [ $rc -eq 1 ] && grep -q "ckptbench: error: --dlio-summary: .*Operation not permitted" "$work/out3" \
+     && grep -q "^--dlio-summary: .*s3.json" <<< "$errs" && [ -s "$work/r3.csv" ] \
+     && [ "$(cat "$work/s3.json")" = "{}" ] && [ -z "$(ls -A "$work/t3")" ]; then
+    ok "summary not writable after the run: exit 1, output_errors in the report, CSV written"
+  else
+    bad "summary not writable: exit $rc, output_errors $errs: $(grep error "$work/out3" | head -3)"
+  fi
+else
+  echo "skip (part): chattr +i needs root and a file system with inode flags"
+fi
 summary dlio_summary

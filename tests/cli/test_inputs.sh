@@ -191,4 +191,22 @@ else
   bad "raised limits.max_virtual_ranks: $o"
 fi
 
+# 13. A tensor name of 300 bytes (longer than NAME_MAX): validate and a file-per-tensor run on 2
+# ranks both accept it, the file name cut to 200 bytes and a hash (each name fits NAME_MAX), so no
+# run refuses what validate accepted.
+st_file "$work/long.safetensors" "$(printf 'w%.0s' $(seq 300))"
+lc="$(st_config st-long "$work/long.safetensors")"
+mkdir -p "$work/t-long"
+if out="$("$BIN" validate "$lc" --set layout=file-per-tensor --set direct=false 2>&1)" \
+   && out="$(timeout 60 "${RUN2[@]}" --config "$lc" --set layout=file-per-tensor --set direct=false \
+      --target "$work/t-long" --output "$work/long-r.json" --quiet 2>&1)" \
+   && [ -z "$(ls -A "$work/t-long")" ] \
+   && longest="$("$BIN" plan --config "$lc" --set layout=file-per-tensor --world 2 --files --json \
+      | python3 -c 'import json,sys; print(max(len(c) for f in json.load(sys.stdin)["points"][0]["file_list"] for c in f["path"].split("/")))')" \
+   && [ "$longest" -le 255 ]; then
+  ok "a 300-byte tensor name: validate and a 2-rank file-per-tensor run accept it (longest name $longest bytes)"
+else
+  bad "a 300-byte tensor name: $(tail -n 2 <<< "$out")"
+fi
+
 summary

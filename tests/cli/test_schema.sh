@@ -204,6 +204,7 @@ else: ok("every field name of the real reports is documented in docs/metrics.md"
 # only exist in situations these reports do not create are listed with the reason.
 CONDITIONAL = {"timed_out_point": "only when timeout_s stops a run",
                "run_dir_left": "only when a failed run cannot remove its run directory",
+               "output_errors": "only when --dlio-summary or --csv cannot be written",
                "per_node": "only with more than one node"}
 present = set()
 def keys_of(x):
