@@ -6,7 +6,7 @@
 # a failure and exits non-zero if any failed. docs/fuzzing.md, docs/reliability.md.
 #   scripts/ci_extra.sh
 # Environment:
-#   CKPT_CI_FUZZ_SECONDS  seconds per fuzz target (default 45; 0 skips fuzzing)
+#   CKPT_CI_FUZZ_SECONDS  seconds per fuzz target (default 30; 0 skips fuzzing)
 #   CKPT_CI_SANITIZE      0 skips the sanitizer build and tests (default 1)
 #   CKPT_CI_ASAN_MPI      1 also runs the MPI integration tests under ASan (default 0: the
 #                         issue asks for unit and CLI tests; they add ~4 min on 2 cores)
@@ -14,7 +14,7 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$CKPT_ROOT"
-fuzz_secs="${CKPT_CI_FUZZ_SECONDS:-45}"
+fuzz_secs="${CKPT_CI_FUZZ_SECONDS:-30}"
 sanitize="${CKPT_CI_SANITIZE:-1}"
 asan_mpi="${CKPT_CI_ASAN_MPI:-0}"
 minimal="${CKPT_CI_MINIMAL:-1}"
