@@ -75,14 +75,16 @@ std::string bcast_string(std::string s, int root, MPI_Comm comm) {
   return s;
 }
 
+std::string cbor_bytes(const nlohmann::json& j) {
+  const std::vector<std::uint8_t> v = nlohmann::json::to_cbor(j);
+  return std::string(v.begin(), v.end());
+}
+
 nlohmann::json bcast_json(const nlohmann::json& j, int root, MPI_Comm comm) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   std::string bytes;
-  if (rank == root) {
-    const std::vector<std::uint8_t> v = nlohmann::json::to_cbor(j);
-    bytes.assign(v.begin(), v.end());
-  }
+  if (rank == root) bytes = cbor_bytes(j);
   bytes = bcast_string(std::move(bytes), root, comm);
   return nlohmann::json::from_cbor(bytes);
 }

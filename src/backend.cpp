@@ -102,6 +102,18 @@ void Backend::transfer_file(PhaseContext&, size_t) {
   throw IoError("backend: transfer_file on a streaming transport (internal error)");
 }
 
+std::string posix_open_reason(const std::string& path, bool write) {
+  const int fd = ::open(path.c_str(), (write ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
+  if (fd >= 0) {
+    ::close(fd);
+    return "";
+  }
+  const int err = errno;
+  return errno_text(err) +
+         (err == EMFILE ? " (the open-file limit, ulimit -n, is too low for this layout: raise it)"
+                        : "");
+}
+
 const std::vector<BackendFactory>& backend_registry() {
   static const std::vector<BackendFactory> r = {posix_backend(), uring_backend(), mpiio_backend(),
                                                 hdf5_backend()};

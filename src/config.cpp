@@ -1,8 +1,6 @@
 #include "ckptbench/config.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "ckptbench/backend.hpp"
 #include "ckptbench/error.hpp"

@@ -407,14 +407,15 @@ void LockFile::acquire(const std::string& path, const std::string& what, const s
   throw ConfigError(what + ": cannot take the lock file '" + path + "'");
 }
 
+bool not_writable_errno(int err) { return err == EACCES || err == EPERM || err == EROFS; }
+
 void make_dirs(const std::string& path) {
   std::error_code ec;
   fsys::create_directories(path, ec);
   if (!ec) return;
   const std::string msg = "cannot create directory '" + path + "': " + ec.message();
   // A target this user may not write (or a read-only mount) is bad input, found before any I/O.
-  if (ec.value() == EACCES || ec.value() == EPERM || ec.value() == EROFS)
-    throw ConfigError(msg + "; give a target you can write");
+  if (not_writable_errno(ec.value())) throw ConfigError(msg + "; give a target you can write");
   throw IoError(msg);
 }
 

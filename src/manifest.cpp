@@ -5,10 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "ckptbench/error.hpp"
 #include "ckptbench/fs.hpp"

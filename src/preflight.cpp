@@ -11,6 +11,7 @@
 
 #include "ckptbench/error.hpp"
 #include "ckptbench/execution.hpp"
+#include "ckptbench/fs.hpp"
 #include "ckptbench/jsonread.hpp"
 #include "ckptbench/lustre.hpp"
 #include "ckptbench/report.hpp"
@@ -136,7 +137,7 @@ std::string make_run_dir(const std::string& target, const std::string& target_fs
     const int err = errno;
     if (lock) lock->release();
     if (facts.target_created) ::rmdir(target.c_str());
-    if (err == EACCES || err == EPERM || err == EROFS)  // a target this user may not write
+    if (not_writable_errno(err))
       throw ConfigError("create run directory '" + text_excerpt(run_dir, 300) +
                         "': " + errno_text(err) + "; give a target you can write");
     if (err == ENAMETOOLONG)  // bad input, not a fault of the file system

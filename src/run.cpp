@@ -58,11 +58,7 @@ void agree_on_config(MPI_Comm comm, const std::string& parse_error, const json& 
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   // CBOR, not JSON text: a target path need not be UTF-8.
-  std::string text;
-  if (parse_error.empty()) {
-    const std::vector<std::uint8_t> v = json::to_cbor(identity);
-    text.assign(v.begin(), v.end());
-  }
+  const std::string text = parse_error.empty() ? cbor_bytes(identity) : std::string();
   uint64_t mine[2] = {parse_error.empty() ? 0u : 1u, Fnv1a().add(text.data(), text.size()).value()};
   std::vector<uint64_t> all(2 * static_cast<size_t>(size));
   MPI_Allgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, comm);

@@ -22,6 +22,10 @@ int wait_stop_signal(double timeout_s);
 
 std::string hostname();
 
+// A JSON value as CBOR bytes (what bcast_json sends): unlike JSON text, strings need not be
+// UTF-8 (a target path).
+std::string cbor_bytes(const nlohmann::json& j);
+
 // Collective on comm: root's string on every rank (the others pass anything, e.g. "").
 std::string bcast_string(std::string s, int root, MPI_Comm comm);
 // A document from root to every rank, as CBOR: strings keep their bytes (a path that is not

@@ -181,6 +181,10 @@ struct BackendFactory {
 };
 
 // Helpers every backend shares.
+// Why a library (MPI-IO, HDF5) could not open `path`, whose own error seldom names the system's
+// reason (Open MPI: "MPI_ERR_OTHER: known error not in list" for EMFILE): the path is opened the
+// same way with POSIX. "" when that open works; else its errno text, with a hint for EMFILE.
+std::string posix_open_reason(const std::string& path, bool write);
 // File descriptors a phase (and a backend) may keep open at once: RLIMIT_NOFILE's soft limit less
 // the descriptors open now (MPI's, the runtime's) and a reserve for what libraries open meanwhile
 // (an eighth of the limit, 8 to 64); at least 1, at most 2^20. With `ulimit -n 24` that is 1 or

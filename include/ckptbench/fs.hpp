@@ -39,6 +39,10 @@ uint64_t dio_alignment(const std::string& dir, FsInfo& info, bool probe_file = t
 // Throws ConfigError naming the path.
 void check_target(const std::string& target, bool force);
 
+// Whether an errno says the target cannot be written by this user (EACCES, EPERM) or at all
+// (EROFS): bad input for a run (ConfigError, exit 2), found before any I/O.
+bool not_writable_errno(int err);
+
 // mkdir -p for a path under a base (base must exist). Throws IoError. Only for the target itself;
 // everything inside the run directory is made with mkdir_beneath / open_beneath.
 void make_dirs(const std::string& path);

@@ -230,17 +230,9 @@ std::string h5_error() {
 // A file HDF5 could not create or open: its error stack rarely names the system's reason, so the
 // path is opened the same way with POSIX for the errno text.
 [[noreturn]] void throw_h5_open(const std::string& what, const std::string& path, bool write) {
-  const int fd = ::open(path.c_str(), (write ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
-  if (fd >= 0) {
-    ::close(fd);
-    throw_h5(what + " (a POSIX open of the same path works)");
-  }
-  const int err = errno;
-  throw IoError(what + ": " + errno_text(err) +
-                (err == EMFILE ? " (the open-file limit, ulimit -n, is too low for this layout: "
-                                 "raise it)"
-                               : "") +
-                " (HDF5: " + h5_error() + ")");
+  const std::string why = posix_open_reason(path, write);
+  if (why.empty()) throw_h5(what + " (a POSIX open of the same path works)");
+  throw IoError(what + ": " + why + " (HDF5: " + h5_error() + ")");
 }
 
 template <class T>

@@ -253,20 +253,11 @@ class MpiioBackend final : public Backend {
     int amode = save_ ? MPI_MODE_WRONLY : MPI_MODE_RDONLY;
     int rc = MPI_File_open(o.comm, o.path.c_str(), amode, info_->get(), &o.fh);
     if (rc != MPI_SUCCESS) {
-      // The MPI error class often hides the cause (Open MPI: "MPI_ERR_OTHER: known error not in
-      // list" for EMFILE): open the path the same way with POSIX for the errno text.
+      // The MPI error class often hides the cause: the errno text of a POSIX open of the path.
       std::string what =
           std::string("MPI_File_open '") + o.path + "' (" + (save_ ? "write" : "read") + ")";
-      const int fd = ::open(o.path.c_str(), (save_ ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
-      if (fd < 0) {
-        const int err = errno;
-        throw IoError(what + ": " + errno_text(err) +
-                      (err == EMFILE ? " (the open-file limit, ulimit -n, is too low for this "
-                                       "layout: raise it)"
-                                     : "") +
-                      " (" + mpiio::error_text(rc) + ")");
-      }
-      ::close(fd);
+      if (const std::string why = posix_open_reason(o.path, save_); !why.empty())
+        throw IoError(what + ": " + why + " (" + mpiio::error_text(rc) + ")");
       throw_mpi(what + " (a POSIX open of the same path works)", rc);
     }
     ctx.rec->metadata();

@@ -131,7 +131,12 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv > /dev/null \
     out="$(cd "$nb" && timeout -k 5 60 setpriv --reuid=65534 --regid=65534 --clear-groups \
       env HOME="$nb" bash -c "ulimit -u $lim && exec \"\$0\" \"\$@\"" "$BIN" run -c "$nb/c.json" \
       --target "$nb/t" -o "$nb/r.json" --live 2>&1)"; code=$?
-    if grep -q "cannot start a thread for" <<< "$out"; then
+    if [ $code -eq 0 ]; then
+      # A finished run: the live line's thread may have been the one refused (its warning also
+      # says "cannot start a thread for").
+      grep -q "no live line" <<< "$out" && ok "ulimit -u $lim: the live line refused, the run finished"
+      break
+    elif grep -q "cannot start a thread for" <<< "$out"; then
       seen_refusal=1
       if [ $code -eq 1 ] && grep -q "ulimit -u" <<< "$out" && [ -z "$(ls -A "$nb/t" 2> /dev/null)" ] \
          && [ "$(jq_py "$nb/r.json" "d['status']")" = failed ]; then
@@ -139,9 +144,6 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv > /dev/null \
       else
         clean=0; bad "ulimit -u $lim: exit $code, left: $(ls -A "$nb/t" 2>&1): $(tail -n 3 <<< "$out")"
       fi
-      break
-    elif [ $code -eq 0 ]; then
-      grep -q "no live line" <<< "$out" && ok "ulimit -u $lim: the live line refused, the run finished"
       break
     elif [ -n "$(ls -A "$nb/t" 2> /dev/null)" ]; then
       clean=0; bad "ulimit -u $lim: exit $code with the run directory left: $(tail -n 3 <<< "$out")"
