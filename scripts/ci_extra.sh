@@ -160,7 +160,7 @@ if [ "$sanitize" != 0 ]; then
     # Python scripts around a few ordinary runs; test_streams is mostly a 1,000-repetition run
     # and a loop of runs under ulimit -u. Keeps .ci/run well inside its time budget.
     step "asan cli tests" asan_ctest cli \
-      -E 'cli[.]test_(slurm|cephfs|docs|multihost|plot_compare|schema|streams)$|realfw'
+      -E 'cli[.]test_(slurm|cephfs|docs|multihost|plot_compare|schema|streams|hardening)$|realfw'
     ok || true
     if [ "$asan_mpi" != 0 ]; then
       step "asan mpi tests" asan_ctest mpi
