@@ -168,9 +168,6 @@ int cmd_validate(const std::string& path, const Overrides& ov) {
         check_world_limit(static_cast<uint64_t>(p.restore.parallelism.emulate_world), rc.limits,
                           "restore.parallelism (its world)");
       if (world > 0) {
-        check_world_limit(static_cast<uint64_t>(world), rc.limits,
-                          p.parallelism.emulate_world > 0 ? "parallelism.emulate_world"
-                                                          : "parallelism: tp*pp*dp");
         const int real = p.parallelism.emulate_world > 0 ? 1 : world;
         const Parallelism par = resolve_parallelism(p.parallelism, real, m);
         check_plan_limits(estimate_plan(p, m, par, real, point_align(p, 4096)), rc.limits);
