@@ -19,3 +19,15 @@ configure_build() {
     cmake --build "$dir" -j "$(jobs_n)"
   fi
 }
+# asan_env: the environment of the sanitized tests (scripts/test.sh --sanitize, scripts/ci_extra.sh;
+# docs/reliability.md, "Sanitizer build"), which mpiexec passes on to the ranks.
+# - detect_leaks=0: Open MPI's own allocations at MPI_Finalize are not ours to report.
+# - HWLOC_COMPONENTS=-pci: MPI_Init's topology discovery reads the PCI ID database through
+#   libpciaccess, which grows its buffer by realloc; under ASan every realloc copies and
+#   quarantines, and MPI_Init took 7 s (0.8 s without PCI discovery). Process binding needs
+#   no PCI devices.
+asan_env() {
+  export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+  export HWLOC_COMPONENTS=-pci
+}

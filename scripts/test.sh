@@ -16,9 +16,7 @@ done
 if [ $sanitize -eq 1 ]; then
   dir="$CKPT_ROOT/build-asan"
   configure_build "$dir" -DCMAKE_BUILD_TYPE=Debug -DCKPT_WERROR=ON -DCKPT_SANITIZE=ON
-  # Open MPI's own allocations are not ours to report.
-  export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1"
-  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+  asan_env
 else
   dir="$CKPT_ROOT/build-test"
   configure_build "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCKPT_WERROR=ON
