@@ -13,9 +13,12 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <thread>
 
+#include "ckptbench/agreement.hpp"
 #include "ckptbench/backend.hpp"
+#include "ckptbench/characterize.hpp"
 #include "ckptbench/config.hpp"
 #include "ckptbench/error.hpp"
 #include "ckptbench/execution.hpp"
@@ -23,6 +26,7 @@
 #include "ckptbench/layout.hpp"
 #include "ckptbench/manifest.hpp"
 #include "ckptbench/model.hpp"
+#include "ckptbench/predict.hpp"
 #include "ckptbench/report.hpp"
 #include "ckptbench/run.hpp"
 #include "ckptbench/sharding.hpp"
@@ -220,9 +224,35 @@ int cmd_models(bool as_json) {
   return 0;
 }
 
+// The prediction model of a characterization report (`plan --predict REPORT`); every error names
+// the file and the key.
+PredictModel load_predict_model(const std::string& path) {
+  std::string text;
+  try {
+    text = read_small_file(path, kMaxReportBytes);  // its errors name the path
+  } catch (const ConfigError& e) {
+    throw ConfigError(std::string("--predict: ") + e.what());
+  }
+  const json doc = parse_json_limited(text, "--predict '" + path + "'");
+  try {
+    return predict_model_from_report(doc);
+  } catch (const ConfigError& e) {
+    throw ConfigError("--predict '" + path + "': " + e.what());
+  }
+}
+
+// Seconds for the predicted times: three significant digits ("12.3", "0.0456"), whole above 1000.
+std::string seconds_text(double s) {
+  char b[64];
+  std::snprintf(b, sizeof b, s >= 1000 ? "%.0f" : "%.3g", s);
+  return b;
+}
+
 int cmd_plan(const std::string& path, const Overrides& ov, int world, bool as_json, bool list_files,
-             bool list_items) {
+             bool list_items, const std::string& predict_path) {
   RunConfig rc = parse_config(load_config(path, ov));
+  std::optional<PredictModel> model;
+  if (!predict_path.empty()) model = load_predict_model(predict_path);
   json pts = json::array();
   for (size_t i = 0; i < rc.points.size(); i++) {
     const auto& p = rc.points[i];
@@ -244,6 +274,10 @@ int cmd_plan(const std::string& path, const Overrides& ov, int world, bool as_js
     for (int r = 0; r < w; r++) node_of_rank[static_cast<size_t>(r)] = r / rpn;
     IoPlan plan = make_plan(plan_input(p, m, par, align, w, node_of_rank));
     json pt = plan_stats_json(plan.stats);
+    if (model) {
+      pt["prediction"] = predict(*model, p, plan, node_of_rank).to_json();
+      pt["prediction"]["model_source"] = predict_path;
+    }
     pt["block_size"] = p.block_size;
     pt["align"] = align;
     pt["region_align"] = region_align_bytes(p, align);
@@ -271,6 +305,11 @@ int cmd_plan(const std::string& path, const Overrides& ov, int world, bool as_js
     std::cout << json_text(json{{"points", pts}}, 2) << "\n";
     return 0;
   }
+  if (model)
+    std::printf("predictions: the model in %s (measured on %d node(s) x %d ranks%s%s)\n",
+                predict_path.c_str(), model->measured_nodes, model->measured_ranks_per_node,
+                model->fs_type.empty() ? "" : ", ",
+                model->fs_type.empty() ? "" : model->fs_type.c_str());
   for (const auto& p : pts) {
     std::printf("point %d: %s, world %d, %s, %s\n", p["index"].get<int>(),
                 p["model"].get<std::string>().c_str(), p["world"].get<int>(),
@@ -340,6 +379,19 @@ int cmd_plan(const std::string& path, const Overrides& ov, int world, bool as_js
                         static_cast<unsigned long long>(g["offset"].get<uint64_t>()),
                         static_cast<unsigned long long>(g["end"].get<uint64_t>()));
       }
+    }
+    if (p.contains("prediction")) {
+      const auto& q = p["prediction"];
+      const auto s = [&q](const char* k) { return seconds_text(q[k].get<double>()); };
+      std::printf(
+          "  predicted save %s s (data %s s, bound: %s; creates %s s; sync %s s), restore %s s "
+          "(data %s s, bound: %s; opens %s s)%s\n",
+          s("save_s").c_str(), s("data_save_s").c_str(), q["save_bound"].get<std::string>().c_str(),
+          s("create_s").c_str(), s("sync_s").c_str(), s("restore_s").c_str(),
+          s("data_restore_s").c_str(), q["restore_bound"].get<std::string>().c_str(),
+          s("open_s").c_str(), q["extrapolated"].get<bool>() ? ", extrapolated" : "");
+      for (const auto& n : q["notes"])
+        std::printf("  prediction note: %s\n", n.get<std::string>().c_str());
     }
   }
   return 0;
@@ -486,6 +538,50 @@ int cmd_run(const std::string& config_path, const Overrides& ov, RunOptions opt,
   return code;
 }
 
+// `characterize` (under mpirun/srun): the search, the report, the findings and the recommended
+// config (docs/characterize.md).
+int cmd_characterize(CharacterizeOptions copt, const std::string& config_path, const Overrides& ov,
+                     double budget_min, const std::string& probe_size) {
+  std::signal(SIGXFSZ, SIG_IGN);
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int code = 0;
+  try {
+    copt.config_document = load_config(config_path, ov);
+    if (!std::isfinite(budget_min) || budget_min <= 0 || budget_min > 10080)
+      throw ConfigError("--budget: " + text_excerpt(std::to_string(budget_min), 40) +
+                        " minutes; want more than 0 and at most 10080 (a week)");
+    copt.budget_s = budget_min * 60;
+    if (!probe_size.empty()) copt.probe_bytes = parse_size(probe_size, "--probe-size");
+    if (copt.output.empty()) {
+      std::string t = utc_now();
+      for (char& c : t)
+        if (c == ':') c = '-';
+      copt.output = "results/characterize-" + t + ".json";
+    }
+    copt.output = bcast_string(copt.output, 0, MPI_COMM_WORLD);
+    install_stop_handlers();
+    CharacterizeResult r = run_characterize(copt, MPI_COMM_WORLD);
+    if (rank == 0) {
+      write_report(r.doc, copt.output);
+      if (!copt.quiet) std::printf("\n%s", characterize_summary(r.doc).c_str());
+      std::printf("report: %s\n", copt.output.c_str());
+      if (r.exit_code != 0) fail(r.error, r.exit_code);
+    }
+    code = r.exit_code;
+  } catch (const ConfigError& e) {
+    if (rank == 0) fail(e.what(), 2);
+    code = 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ckptbench: error (rank %d): %s\n", rank, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Finalize();
+  return code;
+}
+
 }  // namespace
 
 int run_command(int argc, char** argv);
@@ -603,6 +699,12 @@ int run_command(int argc, char** argv) {
                  "With --json: list every file with its tensor data in file order (name, dtype, "
                  "bytes, offset, vrank, shard: its place in that rank's state, writing rank), "
                  "what scripts/realfw.py saves with the real framework");
+  std::string ppredict;
+  auto* predict_opt =
+      plan->add_option("--predict", ppredict,
+                       "Predict each point's save and restore time from the model in a "
+                       "characterization report (its characterization.model; docs/characterize.md, "
+                       "\"The prediction model\"); with --json each point gets \"prediction\"");
 
   bool mjson = false;
   auto* models = app.add_subcommand("models", "List the built-in model zoo with sizes");
@@ -613,6 +715,50 @@ int run_command(int argc, char** argv) {
   bool bjson = false;
   backends->add_flag("--json", bjson,
                      "Print JSON: [{name, description, status (\"ok\" or why not)}]");
+  CharacterizeOptions copt;
+  std::string cconfig, cprobe;
+  Overrides char_ov;
+  double cbudget = 10;
+  bool cno_validate = false;
+  auto* charz = app.add_subcommand(
+      "characterize",
+      "Characterise a file system for checkpoints (under mpirun/srun): an adaptive search over "
+      "backend, O_DIRECT, transfer size, queue depth, region alignment, ranks per node and "
+      "striping, the metadata rate, findings with 95 % intervals, a recommended config for "
+      "--config's checkpoint and its predicted save and restore time, checked by a run");
+  charz->add_option("--config,-c", cconfig,
+                    "The checkpoint to recommend for: its model and parallelism (default: the "
+                    "embedded default config)");
+  char_ov.add_to(charz);
+  charz->add_option("--target,-t", copt.target,
+                    "The directory to characterise (default: the config's \"target\"); the "
+                    "probes run in a fresh directory inside it, removed at the end");
+  charz->add_option("--budget", cbudget,
+                    "Minutes the search may take (default 10); the check run of the "
+                    "recommendation comes after");
+  charz->add_option("--ci-width", copt.ci_width,
+                    "A point repeats until its 95 % interval's half-width is within this "
+                    "fraction of the mean (default 0.05), or --max-reps, or its stage's budget");
+  charz->add_option("--min-reps", copt.min_reps, "Repetitions of every point at least (default 3)");
+  charz->add_option("--max-reps", copt.max_reps, "Repetitions of a point at most (default 10)");
+  charz->add_option("--probe-size", cprobe,
+                    "Bytes each rank saves and restores per repetition of a probe (default: "
+                    "sized so that one save takes about budget/300 s, 16 MiB to 8 GiB)");
+  charz
+      ->add_option("--stages", copt.stages,
+                   "Comma-separated stages to run (default all that apply): backend, "
+                   "transfer_size, queue_depth, direct, region_align, ceilings, ranks_per_node, "
+                   "stripes, metadata, recommend")
+      ->delimiter(',');
+  charz->add_option("--output,-o", copt.output,
+                    "Report path (default: results/characterize-<UTC time>.json)");
+  charz->add_option("--recommend", copt.recommend_path,
+                    "Where to write the recommended config (default: the report's path with "
+                    ".recommended.json)");
+  charz->add_flag("--no-validate", cno_validate,
+                  "Do not run the recommended config to compare it with its prediction");
+  charz->add_flag("--force", copt.force, "Allow a target directory that is not empty");
+  charz->add_flag("--quiet,-q", copt.quiet, "No progress lines or findings table");
   auto* defcfg = app.add_subcommand("default-config", "Print the embedded default config");
 
   try {
@@ -641,8 +787,16 @@ int run_command(int argc, char** argv) {
                                           : Phases::both;
       return cmd_run(config, run_ov, ropt, output, dlio_path, timeout_s);
     }
+    if (*charz) {
+      copt.validate = !cno_validate;
+      return cmd_characterize(copt, cconfig, char_ov, cbudget, cprobe);
+    }
     if (*validate) return cmd_validate(vpath.empty() ? vconfig : vpath, validate_ov);
-    if (*plan) return cmd_plan(ppath, plan_ov, world, pjson, pfiles, pitems);
+    if (*plan) {
+      if (predict_opt->count() > 0 && ppredict.empty())
+        throw ConfigError("--predict: empty path; give a characterization report (a JSON file)");
+      return cmd_plan(ppath, plan_ov, world, pjson, pfiles, pitems, ppredict);
+    }
     if (*models) return cmd_models(mjson);
     if (*backends) {
       json j = probe_backends();
