@@ -218,6 +218,10 @@ class Characterizer {
       std::fprintf(stderr, "ckptbench: warning: could not remove %s: %s\n", work_.c_str(),
                    e.what());
     }
+    // A target this run made, left empty: as if it had not run (a refused option, say).
+    std::error_code ec;
+    if (target_created_ && std::filesystem::is_empty(target_, ec) && !ec)
+      std::filesystem::remove(target_, ec);
   }
 
  private:
@@ -251,7 +255,13 @@ class Characterizer {
   json run_once(const json& doc, MPI_Comm sub, std::string* err, int* code);
   const Probe* best_all(const std::function<bool(const Probe&)>& pred = nullptr) const;
   void plan_stages();
-  CharacterizeResult finish(const std::string& started, const json& chosen, const json& md);
+  CharacterizeResult finish(const json& chosen, const json& md);
+  json header_json() const;
+  json report_doc(const std::string& status, const json& ch) const;
+  void write_partial() const;
+  std::string started_;          // UTC time of the start
+  std::string target_;           // the directory characterised
+  bool target_created_ = false;  // rank 0: this run made the target directory
   json findings(const json& chosen, const json& md) const;
   json model_json(const json& chosen, const json& md, std::string* why_not) const;
 };
@@ -434,6 +444,7 @@ Probe& Characterizer::measure(Probe p, const std::string& stage, int min_reps) {
     }
   }
   probes_.push_back(std::move(p));
+  write_partial();
   return probes_.back();
 }
 
@@ -550,7 +561,7 @@ Predicted predict_doc(const json& doc, const PredictModel& model, int world, int
 CharacterizeResult Characterizer::run() {
   CharacterizeResult res;
   t_start_ = now_s();
-  const std::string started = utc_now();
+  started_ = utc_now();
   // ---- before any I/O: options, target, the user's config ----
   if (opt_.budget_s <= 0 || !std::isfinite(opt_.budget_s) || opt_.budget_s > 7 * 86400)
     throw ConfigError("--budget: must be more than 0 and at most 10080 minutes");
@@ -567,7 +578,8 @@ CharacterizeResult Characterizer::run() {
       throw ConfigError("--stages: unknown stage '" + s + "'; stages: " + all);
     }
   RunConfig user = parse_config(opt_.config_document);  // the recommendation's basis, checked now
-  const std::string target = opt_.target.empty() ? user.target : opt_.target;
+  target_ = opt_.target.empty() ? user.target : opt_.target;
+  const std::string& target = target_;
   // Rank 0's verdict on the target and the output paths reaches every rank in the broadcast.
   std::string target_err;
   if (rank_ == 0) {
@@ -575,6 +587,7 @@ CharacterizeResult Characterizer::run() {
       if (!opt_.output.empty()) check_output_path(opt_.output);
       if (!opt_.recommend_path.empty()) check_output_path(opt_.recommend_path, "--recommend");
       check_target(target, opt_.force);
+      target_created_ = !std::filesystem::exists(target);
       make_dirs(target);
       work_ = absolute_path(target) + "/characterize-" + std::to_string(::getpid());
       make_dirs(work_);
@@ -852,8 +865,65 @@ CharacterizeResult Characterizer::run() {
             sample_stats(unlinks).mean, 1e3 * sample_stats(fsyncs).mean);
     }
   }
-  res = finish(started, chosen, md);
+  res = finish(chosen, md);
   return res;
+}
+
+json Characterizer::header_json() const {
+  json ch = {{"version", 1},
+             {"target", target_},
+             {"fs_type", fs_.type},
+             {"budget_s", opt_.budget_s},
+             {"ci_width", opt_.ci_width},
+             {"confidence", 0.95},
+             {"repetitions", {{"min", opt_.min_reps}, {"max", opt_.max_reps}}},
+             {"probe",
+              {{"model", "llama2-7b"},
+               {"parallelism", "tp 1, pp 1, dp all ranks, ZeRO-3"},
+               {"layout", "aggregated-rank"},
+               {"transfer", "stream"},
+               {"sync", "end"},
+               {"bytes_per_rank", probe_bytes_}}},
+             {"stages", stages_}};
+  json probes = json::array();
+  for (const auto& p : probes_) probes.push_back(p.to_json());
+  ch["probes"] = probes;
+  if (!stage_log_.empty()) ch["stage_notes"] = stage_log_;
+  return ch;
+}
+
+json Characterizer::report_doc(const std::string& status, const json& ch) const {
+  json doc = new_report();
+  doc["started_at"] = started_;
+  if (status != "running") doc["finished_at"] = utc_now();
+  doc["status"] = status;
+  doc["config"] = {{"characterize",
+                    {{"target", target_},
+                     {"budget_s", opt_.budget_s},
+                     {"ci_width", opt_.ci_width},
+                     {"min_reps", opt_.min_reps},
+                     {"max_reps", opt_.max_reps},
+                     {"probe_bytes", opt_.probe_bytes},
+                     {"stages", opt_.stages},
+                     {"validate", opt_.validate}}},
+                   {"user_config", opt_.config_document}};
+  doc["environment"] = env_.is_null() ? json::object() : env_;
+  doc["points"] = points_;
+  doc["characterization"] = ch;
+  return doc;
+}
+
+// Rank 0, after every probe: the report as it stands, so that a job killed mid-search leaves what
+// it measured (status "running"; the final write replaces it).
+void Characterizer::write_partial() const {
+  if (rank_ != 0 || opt_.output.empty()) return;
+  json doc = report_doc("running", header_json());
+  doc["error"] = "the search had not ended when this was written (killed, or still running)";
+  try {
+    write_report(doc, opt_.output);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ckptbench: warning: %s\n", e.what());
+  }
 }
 
 json Characterizer::findings(const json& chosen, const json& md) const {
@@ -1087,7 +1157,7 @@ json Characterizer::model_json(const json& chosen, const json& md, std::string* 
               {"nodes", nodes_.nodes},
               {"ranks_per_node", rpn_},
               {"fs_type", fs_.type},
-              {"target", opt_.target},
+              {"target", target_},
               {"commit", kGit}}},
             {"settings", settings},
             {"save", ceil(true)},
@@ -1108,34 +1178,14 @@ json Characterizer::model_json(const json& chosen, const json& md, std::string* 
   return m;
 }
 
-CharacterizeResult Characterizer::finish(const std::string& started, const json& chosen,
-                                         const json& md) {
+CharacterizeResult Characterizer::finish(const json& chosen, const json& md) {
   CharacterizeResult res;
-  json ch = {{"version", 1},
-             {"target", opt_.target},
-             {"fs_type", fs_.type},
-             {"budget_s", opt_.budget_s},
-             {"ci_width", opt_.ci_width},
-             {"confidence", 0.95},
-             {"repetitions", {{"min", opt_.min_reps}, {"max", opt_.max_reps}}},
-             {"probe",
-              {{"model", "llama2-7b"},
-               {"parallelism", "tp 1, pp 1, dp all ranks, ZeRO-3"},
-               {"layout", "aggregated-rank"},
-               {"transfer", "stream"},
-               {"sync", "end"},
-               {"bytes_per_rank", probe_bytes_}}},
-             {"stages", stages_},
-             {"chosen", chosen}};
-  json probes = json::array();
-  for (const auto& p : probes_) probes.push_back(p.to_json());
-  ch["probes"] = probes;
-  if (!stage_log_.empty()) ch["stage_notes"] = stage_log_;
+  json ch = header_json();
+  ch["chosen"] = chosen;
   ch["findings"] = findings(chosen, md);
   ch["search_s"] = now();
   std::string why_not;
   json model = model_json(chosen, md, &why_not);
-  std::string status = stopped_ ? "incomplete" : "ok";
   const std::string report_path = opt_.output;
   if (!model.is_null()) {
     ch["model"] = model;
@@ -1158,7 +1208,7 @@ CharacterizeResult Characterizer::finish(const std::string& started, const json&
       json cands = json::array();
       const Predicted* best = nullptr;
       std::vector<Predicted> preds;
-      const std::string target = opt_.target;
+      const std::string& target = target_;
       for (const auto& l : layouts) {
         json ex = extra;
         if (l == "shared-file") ex["region_align"] = "auto";
@@ -1247,25 +1297,9 @@ CharacterizeResult Characterizer::finish(const std::string& started, const json&
   }
   ch["elapsed_s"] = now();
   if (rank_ == 0) {
-    json doc = new_report();
-    doc["started_at"] = started;
-    doc["finished_at"] = utc_now();
-    doc["status"] = status;
-    doc["config"] = {{"characterize",
-                      {{"target", opt_.target},
-                       {"budget_s", opt_.budget_s},
-                       {"ci_width", opt_.ci_width},
-                       {"min_reps", opt_.min_reps},
-                       {"max_reps", opt_.max_reps},
-                       {"probe_bytes", opt_.probe_bytes},
-                       {"stages", opt_.stages},
-                       {"validate", opt_.validate}}},
-                     {"user_config", opt_.config_document}};
-    doc["environment"] = env_.is_null() ? json::object() : env_;
-    doc["points"] = points_;
-    doc["characterization"] = ch;
-    if (stopped_) doc["error"] = "interrupted by a signal; the findings cover what was measured";
-    res.doc = doc;
+    res.doc = report_doc(stopped_ ? "incomplete" : "ok", ch);
+    if (stopped_)
+      res.doc["error"] = "interrupted by a signal; the findings cover what was measured";
   }
   res.exit_code = stopped_ ? 1 : 0;
   if (stopped_) res.error = "interrupted by a signal";
