@@ -5,7 +5,10 @@
 
 A is the baseline. Points are matched on their resolved config minus run-specific keys (the same
 I/O pattern), or, with --match params, on the swept parameters; --match auto (default) tries the
-config first and falls back to params for points left over. For each matched point and phase
+config first and falls back to params for points left over, then, for reports of `ckptbench
+characterize` (points with `probe`), to the probe's settings (backend, direct, block size, queue
+depth, layout, region alignment, striping) and ranks: two characterizations size their probes
+differently, so their configs differ. For each matched point and phase
 (save, restore) the table shows each report's median bandwidth with its min..max and the number
 of repetitions n, the ratio X/A of the medians, and whether X differs from A by a statistical
 test: Welch's t-test (two-sided, unequal variances) on the per-repetition bandwidths, threshold
@@ -75,6 +78,22 @@ def config_key(point):
                       sort_keys=True)
 
 
+# The keys a probe of `ckptbench characterize` sets (its data path, layout, striping): two
+# characterizations size their probes differently (model.scale), so their configs never match.
+PROBE_KEYS = ("backend", "direct", "block_size", "queue_depth", "layout", "region_align",
+              "stripe_count", "stripe_size")
+
+
+def probe_key(point):
+    """A characterize probe's settings and members (points with `probe` only): --match auto
+    pairs probes of two characterizations on it when their configs differ."""
+    pr, cfg = point.get("probe"), point.get("config")
+    if not isinstance(pr, dict) or not isinstance(cfg, dict):
+        return None
+    return json.dumps({"members": pr.get("members"), "validate": pr.get("stage") == "validate",
+                       "settings": {k: cfg.get(k) for k in PROBE_KEYS}}, sort_keys=True)
+
+
 def params_key(point):
     p = point.get("params")
     if not isinstance(p, dict):
@@ -89,10 +108,24 @@ def point_label(point):
                         for k, v in p.items())
     cfg = point.get("config") or {}
     bits = [str(cfg.get(k)) for k in ("backend", "layout") if cfg.get(k) is not None]
+    # A probe of `ckptbench characterize`: its stage and ranks, and O_DIRECT (probes differ in it).
+    probe = point.get("probe") if isinstance(point.get("probe"), dict) else None
+    if probe and isinstance(cfg.get("direct"), bool):
+        bits.append("O_DIRECT" if cfg["direct"] else "buffered")
     if num(cfg.get("block_size")):
         bits.append(f"bs={int(cfg['block_size'])}")
     if cfg.get("queue_depth") is not None:
         bits.append(f"qd={cfg['queue_depth']}")
+    if probe:
+        for k, short in (("region_align", "region_align"), ("stripe_count", "stripes"),
+                         ("stripe_size", "stripe")):
+            v = cfg.get(k)
+            if (v is not None and cfg.get("layout") == "shared-file" if k == "region_align"
+                    else v not in (None, 0)):
+                bits.append(f"{short}={v}")
+        who = probe.get("members")
+        bits = [f"{probe.get('stage', '?')}:"] + bits + (
+            [f"({who}, {probe.get('ranks', '?')} ranks)"] if who not in (None, "all") else [])
     return " ".join(bits) or f"point {point.get('index', '?')}"
 
 
@@ -106,7 +139,7 @@ def match(base_pts, other_pts, mode):
     how = [None] * len(base_pts)
     used = set()
     passes = {"config": [config_key], "params": [params_key],
-              "auto": [config_key, params_key]}[mode]
+              "auto": [config_key, params_key, probe_key]}[mode]
     for keyfn in passes:
         index = {}
         for j, q in enumerate(other_pts):
@@ -126,7 +159,7 @@ def match(base_pts, other_pts, mode):
                 j = cands.pop(0)
                 used.add(j)
                 out[i] = other_pts[j]
-                how[i] = "config" if keyfn is config_key else "params"
+                how[i] = {config_key: "config", params_key: "params", probe_key: "probe"}[keyfn]
     return out, how, [q for j, q in enumerate(other_pts) if j not in used]
 
 
@@ -539,6 +572,8 @@ def main(argv=None):
     for r in rows:
         how = {c.get("matched_on") for cols in r["phases"].values() for c in cols[1:]} - {None}
         note = "  (matched on params: the configs differ)" if "params" in how else ""
+        if "probe" in how:
+            note = "  (matched on the probe's settings: the probe sizes differ)"
         print(f"\n[{r['index']}] {r['point']}{note}")
         head = f"  {'phase':<8}" + "".join(f"{L + ' GiB/s':>{width}}" for L in letters) + "".join(
             f"{L + '/A':>10}" for L in letters[1:])

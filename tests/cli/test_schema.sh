@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Real reports against docs/report.schema.json: a 2x2 sweep (block_size x backend, 2
-# repetitions) on 4 ranks, a partial document caught while that sweep runs, and a run failing at
-# point 2. Each must validate; crafted broken documents must not (so the test can fail). Every
-# field name in a real report must appear in docs/metrics.md and every field its tables document
-# must occur in a real report (so the docs cannot drift either way), and the
-# derived numbers must follow the formulas docs/metrics.md gives. Exit 77 = skipped.
+# repetitions) on 4 ranks, a partial document caught while that sweep runs, a run failing at
+# point 2, a lifecycle run, a --read-dir run, and a short `ckptbench characterize` (its final
+# report and one caught while it searches). Each must validate; crafted broken documents must not
+# (so the test can fail). Every field name in a real report must appear in docs/metrics.md and
+# every field its tables document must occur in a real report (so the docs cannot drift either
+# way), and the derived numbers must follow the formulas docs/metrics.md gives (for characterize:
+# the probes' samples and intervals, the check run's measured times and ratios). Exit 77 = skipped.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 SCHEMA="$SRC/docs/report.schema.json"
 DOCS="$SRC/docs/metrics.md"
@@ -84,11 +86,39 @@ out="$(timeout 180 "${MPI[@]}" -n 4 "$BIN" run --config "$work/readdir-config.js
        --read-dir "$work/dcp" --output "$work/readdir.json" --quiet 2>&1)"; code=$?
 if [ "$code" -eq 0 ]; then ok "--read-dir run exits 0"; else bad "--read-dir run: exit $code: $out"; fi
 
-docs=("$work/sweep-report.json" "$work/failed.json" "$work/life.json" "$work/readdir.json")
+# ckptbench characterize: a short search (8 MiB probes, 2-3 repetitions each) and the check run
+# of its recommendation; its report adds `characterization` and points with `probe`. The report
+# is rewritten after every probe while the search runs (status running): one is caught as above.
+"$PY" - "$work/characterize.json" "$work/char-partial.json" <<'EOF' &
+import json, sys, time
+src, dst = sys.argv[1], sys.argv[2]
+end = time.time() + 170
+while time.time() < end:
+    try:
+        with open(src) as f:
+            d = json.load(f)
+        if d.get("status") == "running" and len(d.get("points", [])) >= 3:
+            with open(dst, "w") as f:
+                json.dump(d, f)
+            sys.exit(0)
+    except (OSError, ValueError):
+        pass
+    time.sleep(0.02)
+EOF
+poller=$!
+out="$(timeout 300 "${MPI[@]}" -n 4 "$BIN" characterize --target "$work/t-char" --budget 0.3 \
+       --probe-size 8M --min-reps 2 --max-reps 3 --ci-width 0.5 -q -o "$work/characterize.json" 2>&1)"
+code=$?
+kill "$poller" 2> /dev/null; wait "$poller" 2> /dev/null; poller=""
+if [ "$code" -eq 0 ]; then ok "characterize run exits 0"; else bad "characterize run: exit $code: $out"; fi
+
+docs=("$work/sweep-report.json" "$work/failed.json" "$work/life.json" "$work/readdir.json"
+      "$work/characterize.json")
+[ -f "$work/char-partial.json" ] && docs+=("$work/char-partial.json")
 [ -f "$work/partial.json" ] && docs+=("$work/partial.json")
 
 "$PY" - "$SCHEMA" "$DOCS" "${docs[@]}" <<'EOF'
-import copy, json, math, re, sys
+import copy, json, math, re, statistics, sys
 import jsonschema
 
 schema_path, docs_path, paths = sys.argv[1], sys.argv[2], sys.argv[3:]
@@ -119,6 +149,8 @@ for name, d in docs.items():
 sweep = docs.get("sweep-report.json")
 failed = docs.get("failed.json")
 partial = docs.get("partial.json")
+char = docs.get("characterize.json")
+char_partial = docs.get("char-partial.json")
 
 # --- What each run must contain. ---
 if sweep:
@@ -151,6 +183,18 @@ if partial:
             f"points_completed {partial.get('points_completed')} of {len(partial.get('points', []))}")
 else:
     print("note: no partial document was caught while the sweep ran (timing); not validated")
+if char_partial:
+    c = char_partial.get("characterization", {})
+    if char_partial.get("status") == "running" and "finished_at" not in char_partial and \
+       "error" in char_partial and c.get("probes") and "findings" not in c and \
+       len(char_partial["points"]) == sum(1 for p in c["probes"] if p["status"] == "ok"):
+        ok("characterize's document during the search: status running, error, no finished_at, "
+           "the probes so far (a point each), no findings yet")
+    else:
+        bad(f"characterize's document during the search: status {char_partial.get('status')}, "
+            f"keys {sorted(c)}")
+else:
+    print("note: no document was caught while characterize searched (timing); not validated")
 
 # --- The schema must reject broken documents. ---
 if sweep:
@@ -171,6 +215,30 @@ if sweep:
     broken("status failed without error", lambda d: d.__setitem__("status", "failed"))
     broken("an ok point without summary", lambda d: d["points"][1].pop("summary"))
     broken("resident_fraction above 1", lambda d: rep(d)["cache"].__setitem__("resident_fraction", 1.5))
+if char:
+    def cbroken(desc, mutate):
+        d = copy.deepcopy(char)
+        mutate(d)
+        if errors(d): ok(f"schema rejects a characterization with {desc}")
+        else: bad(f"schema accepts a characterization with {desc}")
+    ch = lambda d: d["characterization"]
+    okp = lambda d: next(p for p in ch(d)["probes"] if p["status"] == "ok" and p["save_GiBps"]["n"] > 1)
+    cbroken("no findings", lambda d: ch(d).pop("findings"))
+    cbroken("an ok probe without save_GiBps", lambda d: okp(d).pop("save_GiBps"))
+    cbroken("an unknown probe status", lambda d: okp(d).__setitem__("status", "done"))
+    cbroken("an unknown stage", lambda d: okp(d).__setitem__("stage", "warmup"))
+    cbroken("members 'some'", lambda d: okp(d).__setitem__("members", "some"))
+    cbroken("an interval bound beside a null half_width",
+            lambda d: okp(d)["save_GiBps"].update(half_width=None))
+    cbroken("the model without sync_s_per_file", lambda d: ch(d)["model"].pop("sync_s_per_file"))
+    cbroken("a model ceiling of 0", lambda d: ch(d)["model"]["save"].__setitem__("rank_GiBps", 0))
+    cbroken("model version 2", lambda d: ch(d)["model"].__setitem__("version", 2))
+    cbroken("model and model_missing", lambda d: ch(d).__setitem__("model_missing", "x"))
+    cbroken("a validation status 'maybe'",
+            lambda d: ch(d)["recommendation"]["validation"].__setitem__("status", "maybe"))
+    cbroken("ceilings without nodes", lambda d: ch(d)["findings"]["ceilings"].pop("nodes"))
+    cbroken("a point probe without stage", lambda d: d["points"][0]["probe"].pop("stage"))
+    cbroken("status running beside finished_at", lambda d: d.__setitem__("status", "running"))
 
 # --- Every field name of a real report appears in docs/metrics.md. ---
 # Names count when they appear inside a `code span` of the docs.
@@ -181,7 +249,8 @@ for span in re.findall(r"`([^`\n]+)`", text):
 # Maps whose keys are data, not field names (free-form or keyed by host/backend/kind/bucket).
 FREE = {"config", "params", "settings.backend", "environment.ranks_per_node",
         "environment.backends", "plan.file_size_histogram", "plan.state_kind_bytes",
-        "plan.transfers.transfer_size_histogram"}
+        "plan.transfers.transfer_size_histogram", "characterization.stage_notes",
+        "characterization.model.layout_factor", "characterization.recommendation.config"}
 missing = {}
 def walk(x, path):
     if isinstance(x, dict):
@@ -205,7 +274,9 @@ else: ok("every field name of the real reports is documented in docs/metrics.md"
 CONDITIONAL = {"timed_out_point": "only when timeout_s stops a run",
                "run_dir_left": "only when a failed run cannot remove its run directory",
                "output_errors": "only when --dlio-summary or --csv cannot be written",
-               "per_node": "only with more than one node"}
+               "per_node": "only with more than one node",
+               "model_missing": "only when characterize lacks a measurement the model needs",
+               "write_error": "only when characterize cannot write the recommended config"}
 present = set()
 def keys_of(x):
     if isinstance(x, dict):
@@ -240,7 +311,8 @@ for name, d in docs.items():
                 pchk(el > 0, "elapsed_s > 0")
                 pchk(close(el, m["rank_time_s"]["max"]) and close(el, max(m["rank_times_s"])),
                     "elapsed_s = rank_time_s.max = max(rank_times_s)")
-                pchk(len(m["rank_times_s"]) == d["environment"]["ranks"], "one rank_times_s per rank")
+                ranks = p.get("probe", {}).get("ranks", d["environment"]["ranks"])
+                pchk(len(m["rank_times_s"]) == ranks, "one rank_times_s per rank (of the probe)")
                 pchk(close(m["bandwidth_GiBps"], m["bytes"] / el / 2**30, 1e-6),
                     "bandwidth_GiBps = bytes / elapsed_s / 2^30")
                 pchk(close(m["iops"], m["ops"] / el, 1e-6), "iops = ops / elapsed_s")
@@ -292,6 +364,54 @@ for name, d in docs.items():
                 med = (bws[(len(bws) - 1) // 2] + bws[len(bws) // 2]) / 2
                 if not (close(s["min"], bws[0]) and close(s["max"], bws[-1]) and close(s["median"], med)):
                     problems.append(f"{name} point {p['index']} summary.{ph}: not min/median/max of repetitions")
+# characterization: the probes' samples are their points' repetitions, the stats follow from the
+# samples (t quantiles of Student's t, two-sided 95 %), the check run is the validate point.
+T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228]
+if char:
+    c = char["characterization"]
+    pts = {p["index"]: p for p in char["points"]}
+    for pr in c["probes"]:
+        if pr["status"] != "ok":
+            continue
+        where = f"characterize probe {pr['stage']} point {pr['point']}"
+        pt = pts.get(pr["point"])
+        if pt is None or pt.get("probe") != {"stage": pr["stage"], "members": pr["members"],
+                                             "ranks": pr["ranks"]}:
+            problems.append(f"{where}: no point with its probe")
+            continue
+        for ph in ("save", "restore"):
+            st = pr[f"{ph}_GiBps"]
+            xs = st["samples"]
+            if xs != [r[ph]["bandwidth_GiBps"] for r in pt["repetitions"]]:
+                problems.append(f"{where}: {ph} samples != the point's repetitions' bandwidth_GiBps")
+            n = len(xs)
+            mean = sum(xs) / n
+            sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
+            if not (st["n"] == n and close(st["mean"], mean, 1e-9) and close(st["sd"], sd, 1e-9, 1e-12)):
+                problems.append(f"{where}: {ph} n/mean/sd do not follow from the samples")
+            if n > 1 and n <= len(T975) + 1:
+                hw = T975[n - 2] * sd / math.sqrt(n)
+                if not (close(st["half_width"], hw, 1e-9, 1e-12) and close(st["low"], mean - hw, 1e-9, 1e-12)
+                        and close(st["high"], mean + hw, 1e-9, 1e-12)):
+                    problems.append(f"{where}: {ph} half_width/low/high != t * sd / sqrt(n)")
+            elif n == 1 and st["half_width"] is not None:
+                problems.append(f"{where}: one sample with an interval")
+    v = c.get("recommendation", {}).get("validation")
+    if v and v.get("status") == "ok":
+        vp = pts.get(v["point"], {})
+        if vp.get("probe", {}).get("stage") != "validate":
+            problems.append("characterize validation: its point is not stage validate")
+        else:
+            for ph in ("save", "restore"):
+                med = statistics.median(r[ph]["elapsed_s"] for r in vp["repetitions"])
+                if not close(v["measured"][f"{ph}_s"], med, 1e-9):
+                    problems.append(f"characterize validation: measured.{ph}_s != median elapsed_s")
+                pr_s = v["predicted"][f"{ph}_s"]
+                if pr_s != c["recommendation"]["prediction"][f"{ph}_s"] or \
+                   not close(v[f"{ph}_ratio"], med / pr_s, 1e-9):
+                    problems.append(f"characterize validation: {ph}_ratio != measured / predicted")
+    else:
+        problems.append(f"characterize: no ok validation ({v})")
 if problems: bad("formulas: " + "; ".join(problems[:12]) + (f" (+{len(problems) - 12} more)" if len(problems) > 12 else ""))
 else: ok("derived numbers follow the formulas in docs/metrics.md")
 
