@@ -2,11 +2,13 @@
 # The recommendation of `characterize` against a full cartesian sweep over the same space, on the
 # same target (issue 27; docs/characterize.md; docs/PERFORMANCE.md, "Characterization").
 #   scripts/bench_characterize.sh --target DIR [--ranks N] [--budget MIN] [--report CH.json]
-#                                 [--reps R] [--pairs K] [--out DIR]
+#                                 [--sweep SWEEP.json] [--reps R] [--pairs K] [--out DIR]
 #     --target DIR   the file system to characterise (a fresh directory below it is used)
 #     --ranks N      ranks (default 4)
 #     --budget MIN   characterize's budget in minutes (default 10)
 #     --report F     use this characterization report instead of running characterize
+#     --sweep F      use this sweep report (an earlier run's sweep.json) instead of sweeping; the
+#                    pairs then run at its probe size
 #     --reps R       repetitions of every sweep point (default 3)
 #     --pairs K      interleaved pairs (recommended, sweep best) measured at the end (default 5)
 #     --out DIR      where the reports go (default a temporary directory, kept)
@@ -21,7 +23,7 @@
 # Environment: CKPT_BINARY (default build/ckptbench).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
-target="" ranks=4 budget=10 report="" reps=3 pairs=5 out=""
+target="" ranks=4 budget=10 report="" sweep="" reps=3 pairs=5 out=""
 die2() { echo "bench_characterize: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -29,10 +31,11 @@ while [ $# -gt 0 ]; do
     --ranks) ranks="${2:?--ranks needs a value}"; shift 2 ;;
     --budget) budget="${2:?--budget needs a value}"; shift 2 ;;
     --report) report="${2:?--report needs a value}"; shift 2 ;;
+    --sweep) sweep="${2:?--sweep needs a value}"; shift 2 ;;
     --reps) reps="${2:?--reps needs a value}"; shift 2 ;;
     --pairs) pairs="${2:?--pairs needs a value}"; shift 2 ;;
     --out) out="${2:?--out needs a value}"; shift 2 ;;
-    -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,23p' "$0"; exit 0 ;;
     *) die2 "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -42,6 +45,7 @@ done
 [[ "$pairs" =~ ^[1-9][0-9]*$ ]] || die2 "--pairs $pairs: a positive integer"
 [[ "$budget" =~ ^[0-9]+([.][0-9]+)?$ ]] || die2 "--budget $budget: minutes, a positive number"
 [ -z "$report" ] || [ -r "$report" ] || die2 "--report $report: cannot be read"
+[ -z "$sweep" ] || [ -r "$sweep" ] || die2 "--sweep $sweep: cannot be read"
 bin="${CKPT_BINARY:-$CKPT_ROOT/build/ckptbench}"
 [ -x "$bin" ] || die2 "no binary at $bin (scripts/demo.sh builds it, or set CKPT_BINARY)"
 command -v mpiexec > /dev/null || die2 "mpiexec not found (Open MPI)"
@@ -95,10 +99,15 @@ for p in ch["probes"]:
 json.dump(cfg, open(dst, "w"), indent=1)
 print("sweep: backends %s, probe %s bytes per rank" % (backends, ch["probe"]["bytes_per_rank"]))
 PYEOF
-echo "== sweep ($out/sweep-config.json)"
-t1=$SECONDS
-run_mpi run -c "$out/sweep-config.json" -o "$out/sweep.json" -q
-echo "sweep took $((SECONDS - t1)) s"
+if [ -n "$sweep" ]; then
+  echo "== sweep: $sweep (given)"
+  [ "$sweep" -ef "$out/sweep.json" ] || cp "$sweep" "$out/sweep.json"
+else
+  echo "== sweep ($out/sweep-config.json)"
+  t1=$SECONDS
+  run_mpi run -c "$out/sweep-config.json" -o "$out/sweep.json" -q
+  echo "sweep took $((SECONDS - t1)) s"
+fi
 
 # 3. interleaved pairs: the recommended data path and the sweep's best, K times
 cat > "$work/pairs.py" <<'PYEOF'

@@ -91,6 +91,7 @@ def probe_key(point):
     if not isinstance(pr, dict) or not isinstance(cfg, dict):
         return None
     return json.dumps({"members": pr.get("members"), "validate": pr.get("stage") == "validate",
+                       "small": pr.get("small") is True,
                        "settings": {k: cfg.get(k) for k in PROBE_KEYS}}, sort_keys=True)
 
 
@@ -125,7 +126,8 @@ def point_label(point):
                 bits.append(f"{short}={v}")
         who = probe.get("members")
         bits = [f"{probe.get('stage', '?')}:"] + bits + (
-            [f"({who}, {probe.get('ranks', '?')} ranks)"] if who not in (None, "all") else [])
+            [f"({who}, {probe.get('ranks', '?')} ranks)"] if who not in (None, "all") else []) + (
+            ["(small probe)"] if probe.get("small") is True else [])
     return " ".join(bits) or f"point {point.get('index', '?')}"
 
 

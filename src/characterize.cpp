@@ -162,8 +162,11 @@ struct Probe {
   std::string members = "all";     // all | rank0 | node0 | per-node:<k>
   int ranks = 0;                   // ranks that ran it
   std::vector<double> save, restore, save_s, restore_s;
-  int max_in_flight = 0;  // counters.max_in_flight.max of the save (the queue used)
-  uint64_t bytes_per_rank = 0;
+  int max_in_flight = 0;        // counters.max_in_flight.max of the save (the queue used)
+  uint64_t bytes_per_rank = 0;  // 0 until measured: the search's probe size
+  // A probe of the chosen data path at a fraction of the probe size: with the full-size one it
+  // gives the phases' fixed cost (the model's overhead_s). Kept out of curves and ceilings.
+  bool small = false;
   std::string status = "ok";  // ok | skipped | failed
   std::string reason;         // why skipped or failed
   std::string stop;           // why it stopped repeating
@@ -179,6 +182,7 @@ struct Probe {
               {"ranks", ranks},
               {"status", status}};
     if (!reason.empty()) j["reason"] = reason;
+    if (small) j["small"] = true;
     if (index > 0) j["point"] = index;
     if (ok()) {
       j["bytes_per_rank"] = bytes_per_rank;
@@ -264,6 +268,7 @@ class Characterizer {
   bool target_created_ = false;  // rank 0: this run made the target directory
   json findings(const json& chosen, const json& md) const;
   json model_json(const json& chosen, const json& md, std::string* why_not) const;
+  json fixed_cost(const json& chosen) const;
 };
 
 json Characterizer::base_doc() const {
@@ -286,8 +291,8 @@ json Characterizer::probe_doc(const Probe& p, int reps, int member_ranks) const 
   json d = base_doc();
   for (const auto& [k, v] : p.settings.items()) d[k] = v;
   // Each member rank holds probe_bytes: the scale follows the number of ranks.
-  double scale =
-      static_cast<double>(probe_bytes_) * member_ranks / static_cast<double>(state_bytes_);
+  double scale = static_cast<double>(p.bytes_per_rank > 0 ? p.bytes_per_rank : probe_bytes_) *
+                 member_ranks / static_cast<double>(state_bytes_);
   d["model"]["scale"] = std::min(1.0, scale);
   d["repetitions"] = reps;
   return d;
@@ -341,7 +346,7 @@ Probe& Characterizer::measure(Probe p, const std::string& stage, int min_reps) {
   int members = 0, one = member ? 1 : 0;
   MPI_Allreduce(&one, &members, 1, MPI_INT, MPI_SUM, comm_);
   p.ranks = members;
-  p.bytes_per_rank = probe_bytes_;
+  if (p.bytes_per_rank == 0) p.bytes_per_rank = probe_bytes_;
   json merged;
   const std::string label = settings_text(p.settings);
   while (true) {
@@ -432,6 +437,7 @@ Probe& Characterizer::measure(Probe p, const std::string& stage, int min_reps) {
     for (const char* ph : {"save", "restore"})
       if (json sm = summarize(merged["repetitions"], ph); !sm.empty()) merged["summary"][ph] = sm;
     merged["probe"] = {{"stage", stage}, {"members", p.members}, {"ranks", p.ranks}};
+    if (p.small) merged["probe"]["small"] = true;
     points_.push_back(merged);
     if (!opt_.quiet) {
       const SampleStats s = p.s_save(), r = p.s_restore();
@@ -451,7 +457,8 @@ Probe& Characterizer::measure(Probe p, const std::string& stage, int min_reps) {
 const Probe* Characterizer::best_all(const std::function<bool(const Probe&)>& pred) const {
   const Probe* best = nullptr;
   for (const auto& p : probes_) {
-    if (!p.ok() || p.members != "all" || p.settings.value("layout", "") == "shared-file") continue;
+    if (!p.ok() || p.small || p.members != "all" || p.settings.value("layout", "") == "shared-file")
+      continue;
     if (pred && !pred(p)) continue;
     if (!best || p.s_save().mean > best->s_save().mean) best = &p;
   }
@@ -678,7 +685,7 @@ CharacterizeResult Characterizer::run() {
   }
   auto find = [&](const json& settings, const std::string& members = "all") -> const Probe* {
     for (const auto& p : probes_)
-      if (p.settings == settings && p.members == members && p.ok()) return &p;
+      if (p.settings == settings && p.members == members && p.ok() && !p.small) return &p;
     return nullptr;
   };
   auto measure_once = [&](const json& settings, const std::string& stage,
@@ -707,7 +714,8 @@ CharacterizeResult Characterizer::run() {
     auto curve = [&]() {
       std::vector<CurvePoint> c;
       for (const auto& p : probes_) {
-        if (!p.ok() || p.members != "all" || p.settings.value("layout", "") == "shared-file")
+        if (!p.ok() || p.small || p.members != "all" ||
+            p.settings.value("layout", "") == "shared-file")
           continue;
         json k = data_path_of(p);
         if (k["backend"] != base["backend"] || k["direct"] != base["direct"] ||
@@ -797,6 +805,14 @@ CharacterizeResult Characterizer::run() {
   }
   // Ceilings: one rank alone; every rank of one node (several nodes); everyone.
   if (wants("ceilings") && !stopped_) {
+    // The same data path at an eighth of the probe size: the phases' fixed cost (fixed_cost).
+    {
+      Probe p;
+      p.settings = chosen;
+      p.small = true;
+      p.bytes_per_rank = std::max<uint64_t>(probe_bytes_ / 8, uint64_t{1} << 20) & ~uint64_t{4095};
+      if (p.bytes_per_rank < probe_bytes_) measure(p, "ceilings");
+    }
     measure_once(chosen, "ceilings", "rank0");
     if (nodes_.nodes > 1) measure_once(chosen, "ceilings", "node0");
   }
@@ -970,7 +986,7 @@ json Characterizer::findings(const json& chosen, const json& md) const {
     }
     // The stage's points and those of earlier stages on the same data path complete the curve.
     for (const auto& p : probes_) {
-      if (p.stage == st || !p.ok() || p.members != "all" || base.is_null() ||
+      if (p.stage == st || !p.ok() || p.small || p.members != "all" || base.is_null() ||
           p.settings.value("layout", "") == "shared-file")
         continue;
       json a = data_path_of(p), b = base;
@@ -1026,7 +1042,8 @@ json Characterizer::findings(const json& chosen, const json& md) const {
     off["direct"] = false;
     const Probe *pon = nullptr, *poff = nullptr;
     for (const auto& p : probes_) {
-      if (!p.ok() || p.members != "all" || p.settings.value("layout", "") == "shared-file")
+      if (!p.ok() || p.small || p.members != "all" ||
+          p.settings.value("layout", "") == "shared-file")
         continue;
       if (data_path_of(p) == on) pon = &p;
       if (data_path_of(p) == off) poff = &p;
@@ -1073,8 +1090,8 @@ json Characterizer::findings(const json& chosen, const json& md) const {
   {
     json c = json::object();
     for (const auto& p : probes_) {
-      if (!p.ok() || data_path_of(p) != chosen || p.settings.value("layout", "") == "shared-file" ||
-          p.settings.contains("stripe_count"))
+      if (!p.ok() || p.small || data_path_of(p) != chosen ||
+          p.settings.value("layout", "") == "shared-file" || p.settings.contains("stripe_count"))
         continue;
       const json e = {{"save_GiBps", p.s_save().to_json()},
                       {"restore_GiBps", p.s_restore().to_json()},
@@ -1090,6 +1107,7 @@ json Characterizer::findings(const json& chosen, const json& md) const {
     c["ranks_per_node"] = rpn_;
     f["ceilings"] = c;
   }
+  if (const json fc = fixed_cost(chosen); !fc.is_null()) f["fixed_cost"] = fc;
   if (auto v = of_stage("ranks_per_node"); !v.empty()) {
     json rows = json::array();
     for (const Probe* p : v) rows.push_back(entry(*p));
@@ -1108,11 +1126,42 @@ json Characterizer::findings(const json& chosen, const json& md) const {
   return f;
 }
 
+// The phases' fixed cost at the chosen data path: the intercept of the mean phase time against
+// bytes per rank through the full-size probe over all ranks and the small one. Null without both.
+json Characterizer::fixed_cost(const json& chosen) const {
+  const Probe *big = nullptr, *small = nullptr;
+  for (const auto& p : probes_) {
+    if (!p.ok() || p.members != "all" || data_path_of(p) != chosen ||
+        p.settings.value("layout", "") == "shared-file" || p.settings.contains("stripe_count"))
+      continue;
+    if (p.small)
+      small = &p;
+    else if (!big || p.s_save().mean > big->s_save().mean)
+      big = &p;
+  }
+  if (!big || !small || big->bytes_per_rank <= small->bytes_per_rank) return nullptr;
+  const double b1 = static_cast<double>(small->bytes_per_rank);
+  const double b2 = static_cast<double>(big->bytes_per_rank);
+  auto intercept = [&](const std::vector<double>& t1, const std::vector<double>& t2) {
+    const double m1 = sample_stats(t1).mean, m2 = sample_stats(t2).mean;
+    return std::clamp((m1 * b2 - m2 * b1) / (b2 - b1), 0.0, m1);
+  };
+  return {{"save_s", intercept(small->save_s, big->save_s)},
+          {"restore_s", intercept(small->restore_s, big->restore_s)},
+          {"bytes_per_rank", {small->bytes_per_rank, big->bytes_per_rank}},
+          {"phase_s",
+           {{"save", {sample_stats(small->save_s).mean, sample_stats(big->save_s).mean}},
+            {"restore", {sample_stats(small->restore_s).mean, sample_stats(big->restore_s).mean}}}},
+          {"note",
+           "the intercept of the mean phase time against bytes per rank through the two probe "
+           "sizes: what a phase costs whatever its bytes (barrier, opens, fsync latency, closes)"}};
+}
+
 json Characterizer::model_json(const json& chosen, const json& md, std::string* why_not) const {
   const Probe *all = nullptr, *one = nullptr, *node = nullptr;
   for (const auto& p : probes_) {
-    if (!p.ok() || data_path_of(p) != chosen || p.settings.value("layout", "") == "shared-file" ||
-        p.settings.contains("stripe_count"))
+    if (!p.ok() || p.small || data_path_of(p) != chosen ||
+        p.settings.value("layout", "") == "shared-file" || p.settings.contains("stripe_count"))
       continue;
     if (p.members == "all" && (!all || p.s_save().mean > all->s_save().mean)) all = &p;
     if (p.members == "rank0") one = &p;
@@ -1124,19 +1173,30 @@ json Characterizer::model_json(const json& chosen, const json& md, std::string* 
   if (nodes_.nodes == 1) node = all;
   if (!node) return *why_not = "the per-node ceiling was not measured (stage ceilings)", json();
   if (!one) return *why_not = "the per-rank ceiling was not measured (stage ceilings)", json();
+  // With the fixed cost known, the ceilings are marginal bandwidths: the bytes over the time
+  // beyond the fixed cost (never less than half the phase time).
+  const json fc = fixed_cost(chosen);
   auto ceil = [&](bool save) {
-    auto m = [&](const Probe* p) { return save ? p->s_save().mean : p->s_restore().mean; };
+    const double o = fc.is_null() ? 0.0 : fc[save ? "save_s" : "restore_s"].get<double>();
+    auto m = [&](const Probe* p) {
+      const auto& bw = save ? p->save : p->restore;
+      const auto& t = save ? p->save_s : p->restore_s;
+      const double mean_t = sample_stats(t).mean;
+      const double bytes = bw.empty() ? 0 : bw[0] * t[0];  // GiB, the same in every repetition
+      return mean_t > 0 ? bytes / std::max(mean_t - o, 0.5 * mean_t) : 0.0;
+    };
     const double agg = m(all), nd = m(node);
     return json{{"rank_GiBps", m(one)},
                 {"node_GiBps", nd},
                 {"aggregate_GiBps", agg},
-                {"aggregate_saturated", agg < 0.9 * nodes_.nodes * nd}};
+                {"aggregate_saturated", agg < 0.9 * nodes_.nodes * nd},
+                {"overhead_s", o}};
   };
   json dp = json::array();
   std::map<std::string, const Probe*> by_key;
   for (const auto& p : probes_) {
-    if (!p.ok() || p.members != "all" || p.settings.value("layout", "") == "shared-file" ||
-        p.settings.contains("stripe_count"))
+    if (!p.ok() || p.small || p.members != "all" ||
+        p.settings.value("layout", "") == "shared-file" || p.settings.contains("stripe_count"))
       continue;
     const std::string k = data_path_of(p).dump();
     if (!by_key.count(k) || p.s_save().mean > by_key[k]->s_save().mean) by_key[k] = &p;
@@ -1252,6 +1312,7 @@ CharacterizeResult Characterizer::finish(const json& chosen, const json& md) {
         if (opt_.validate) {
           json vdoc = best->doc;
           vdoc["target"] = work_;
+          vdoc["repetitions"] = 5;  // the median of 5: one repetition varies by 20 % on a VM
           std::string err;
           int code = 0;
           json pt = run_once(vdoc, comm_, &err, &code);
@@ -1414,6 +1475,13 @@ std::string characterize_summary(const json& doc) {
     line("ceilings", "save / restore: one rank " + one("per_rank") + "; one node " +
                          one("per_node") + "; all ranks " + one("aggregate"));
   }
+  if (f.contains("fixed_cost"))
+    line("fixed cost",
+         "save " + fmt("%.3g", f["fixed_cost"]["save_s"].get<double>()) + " s, restore " +
+             fmt("%.3g", f["fixed_cost"]["restore_s"].get<double>()) +
+             " s per phase whatever its bytes (probes of " +
+             format_bytes(f["fixed_cost"]["bytes_per_rank"][0].get<uint64_t>()) + " and " +
+             format_bytes(f["fixed_cost"]["bytes_per_rank"][1].get<uint64_t>()) + " per rank)");
   if (f.contains("ranks_per_node") && f["ranks_per_node"].contains("reason"))
     line("ranks per node", "not applicable: " + f["ranks_per_node"]["reason"].get<std::string>());
   if (f.contains("stripes") && f["stripes"].contains("reason"))

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <thread>
@@ -384,12 +385,13 @@ int cmd_plan(const std::string& path, const Overrides& ov, int world, bool as_js
       const auto& q = p["prediction"];
       const auto s = [&q](const char* k) { return seconds_text(q[k].get<double>()); };
       std::printf(
-          "  predicted save %s s (data %s s, bound: %s; creates %s s; sync %s s), restore %s s "
-          "(data %s s, bound: %s; opens %s s)%s\n",
-          s("save_s").c_str(), s("data_save_s").c_str(), q["save_bound"].get<std::string>().c_str(),
-          s("create_s").c_str(), s("sync_s").c_str(), s("restore_s").c_str(),
-          s("data_restore_s").c_str(), q["restore_bound"].get<std::string>().c_str(),
-          s("open_s").c_str(), q["extrapolated"].get<bool>() ? ", extrapolated" : "");
+          "  predicted save %s s (fixed %s s; data %s s, bound: %s; creates %s s; sync %s s), "
+          "restore %s s (fixed %s s; data %s s, bound: %s; opens %s s)%s\n",
+          s("save_s").c_str(), s("overhead_save_s").c_str(), s("data_save_s").c_str(),
+          q["save_bound"].get<std::string>().c_str(), s("create_s").c_str(), s("sync_s").c_str(),
+          s("restore_s").c_str(), s("overhead_restore_s").c_str(), s("data_restore_s").c_str(),
+          q["restore_bound"].get<std::string>().c_str(), s("open_s").c_str(),
+          q["extrapolated"].get<bool>() ? ", extrapolated" : "");
       for (const auto& n : q["notes"])
         std::printf("  prediction note: %s\n", n.get<std::string>().c_str());
     }
@@ -397,8 +399,10 @@ int cmd_plan(const std::string& path, const Overrides& ov, int world, bool as_js
   return 0;
 }
 
-int cmd_run(const std::string& config_path, const Overrides& ov, RunOptions opt, std::string output,
-            const std::string& dlio_path, double timeout_s) {
+// The MPI commands (run, characterize): body(rank) between MPI_Init_thread and MPI_Finalize. A
+// ConfigError (found identically on every rank) is printed once, by rank 0, with exit 2; any other
+// exception ends the job (MPI_Abort), since the other ranks may wait in a collective.
+int mpi_command(const std::function<int(int)>& body) {
   // Before MPI_Init, which sizes shared-memory files too: past `ulimit -f` a call fails with EFBIG
   // and says so, instead of SIGXFSZ ending the rank without a word.
   std::signal(SIGXFSZ, SIG_IGN);
@@ -409,6 +413,21 @@ int cmd_run(const std::string& config_path, const Overrides& ov, RunOptions opt,
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int code = 0;
   try {
+    code = body(rank);
+  } catch (const ConfigError& e) {
+    if (rank == 0) fail(e.what(), 2);
+    code = 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ckptbench: error (rank %d): %s\n", rank, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Finalize();
+  return code;
+}
+
+int cmd_run(const std::string& config_path, const Overrides& ov, RunOptions opt, std::string output,
+            const std::string& dlio_path, double timeout_s) {
+  return mpi_command([&](int rank) {
     // Every rank parses; then all agree on the outcome and on what they will run, before
     // anything is created (a rank with another config file or --target is a config error).
     RunConfig rc;
@@ -525,30 +544,15 @@ int cmd_run(const std::string& config_path, const Overrides& ov, RunOptions opt,
       }
       if (r.exit_code != 0) fail(r.error, r.exit_code);
     }
-    code = r.exit_code;
-  } catch (const ConfigError& e) {
-    // Parsing happens identically on every rank: print once.
-    if (rank == 0) fail(e.what(), 2);
-    code = 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ckptbench: error (rank %d): %s\n", rank, e.what());
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-  MPI_Finalize();
-  return code;
+    return r.exit_code;
+  });
 }
 
 // `characterize` (under mpirun/srun): the search, the report, the findings and the recommended
 // config (docs/characterize.md).
 int cmd_characterize(CharacterizeOptions copt, const std::string& config_path, const Overrides& ov,
                      double budget_min, const std::string& probe_size) {
-  std::signal(SIGXFSZ, SIG_IGN);
-  int provided = 0;
-  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  int code = 0;
-  try {
+  return mpi_command([&](int rank) {
     copt.config_document = load_config(config_path, ov);
     if (!std::isfinite(budget_min) || budget_min <= 0 || budget_min > 10080)
       throw ConfigError("--budget: " + text_excerpt(std::to_string(budget_min), 40) +
@@ -570,16 +574,8 @@ int cmd_characterize(CharacterizeOptions copt, const std::string& config_path, c
       std::printf("report: %s\n", copt.output.c_str());
       if (r.exit_code != 0) fail(r.error, r.exit_code);
     }
-    code = r.exit_code;
-  } catch (const ConfigError& e) {
-    if (rank == 0) fail(e.what(), 2);
-    code = 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ckptbench: error (rank %d): %s\n", rank, e.what());
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-  MPI_Finalize();
-  return code;
+    return r.exit_code;
+  });
 }
 
 }  // namespace

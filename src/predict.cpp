@@ -112,6 +112,7 @@ PredictCeilings parse_ceilings(const Fields& f) {
   c.node_GiBps = f.number("node_GiBps", "GiB/s");
   c.aggregate_GiBps = f.number("aggregate_GiBps", "GiB/s");
   c.aggregate_saturated = f.boolean("aggregate_saturated");
+  c.overhead_s = f.has("overhead_s") ? f.number("overhead_s", "seconds", true) : 0;
   return c;
 }
 
@@ -119,7 +120,8 @@ json ceilings_json(const PredictCeilings& c) {
   return {{"rank_GiBps", c.rank_GiBps},
           {"node_GiBps", c.node_GiBps},
           {"aggregate_GiBps", c.aggregate_GiBps},
-          {"aggregate_saturated", c.aggregate_saturated}};
+          {"aggregate_saturated", c.aggregate_saturated},
+          {"overhead_s", c.overhead_s}};
 }
 
 std::string describe_path(const std::string& backend, bool direct, uint64_t block_size, int qd) {
@@ -326,9 +328,11 @@ json PredictPhaseData::to_json() const {
 json Prediction::to_json() const {
   return {{"save_s", save_s},
           {"restore_s", restore_s},
+          {"overhead_save_s", overhead_save_s},
           {"data_save_s", data_save_s},
           {"create_s", create_s},
           {"sync_s", sync_s},
+          {"overhead_restore_s", overhead_restore_s},
           {"data_restore_s", data_restore_s},
           {"open_s", open_s},
           {"save_bound", save_bound},
@@ -506,8 +510,10 @@ Prediction predict(const PredictModel& model, const PointConfig& pc, const IoPla
   out.create_s = static_cast<double>(out.creates) / model.create_per_s;
   out.sync_s = static_cast<double>(out.max_rank_syncs) * model.sync_s_per_file;
   out.open_s = static_cast<double>(out.opens) / model.open_per_s;
-  out.save_s = out.data_save_s + out.create_s + out.sync_s;
-  out.restore_s = out.data_restore_s + out.open_s;
+  out.overhead_save_s = model.save.overhead_s;
+  out.overhead_restore_s = model.restore.overhead_s;
+  out.save_s = out.overhead_save_s + out.data_save_s + out.create_s + out.sync_s;
+  out.restore_s = out.overhead_restore_s + out.data_restore_s + out.open_s;
 
   // What the model leaves out for this point.
   if (pc.sync == SyncPolicy::none)

@@ -7,9 +7,9 @@
 // the cost of one fsync. `predict` turns it and a sweep point's plan into the point's predicted
 // save and restore times:
 //
-//   save_s    = data_save + creates / create_per_s
+//   save_s    = save overhead + data_save + creates / create_per_s
 //               + (files the busiest rank syncs) * sync_s_per_file
-//   restore_s = data_restore + opens / open_per_s
+//   restore_s = restore overhead + data_restore + opens / open_per_s
 //   data      = max(busiest rank's bytes / rank ceiling, busiest node's bytes / node ceiling,
 //                   total bytes / this job's aggregate ceiling)
 #pragma once
@@ -30,6 +30,10 @@ struct PredictCeilings {
   double node_GiBps = 0;             // every measured rank of one node at once, one file per rank
   double aggregate_GiBps = 0;        // every measured rank of every measured node
   bool aggregate_saturated = false;  // the file system's own limit was reached
+  // The phase's fixed cost whatever its bytes (barrier, opens, fsync latency, closes): the
+  // intercept of the phase time against bytes per rank, measured at two probe sizes. The
+  // ceilings above are then the marginal bandwidths. 0 when absent (`overhead_s`).
+  double overhead_s = 0;
 };
 
 // One measured data path: all ranks of one node, one file per rank.
@@ -102,9 +106,11 @@ struct PredictPhaseData {
 
 struct Prediction {
   double save_s = 0, restore_s = 0;
-  // The terms apart: save_s = data_save_s + create_s + sync_s, restore_s = data_restore_s + open_s.
+  // The terms apart: save_s = overhead_save_s + data_save_s + create_s + sync_s,
+  // restore_s = overhead_restore_s + data_restore_s + open_s.
   double data_save_s = 0, create_s = 0, sync_s = 0;
   double data_restore_s = 0, open_s = 0;
+  double overhead_save_s = 0, overhead_restore_s = 0;
   std::string save_bound, restore_bound;  // which bound limited the data time
   bool extrapolated = false;              // the aggregate was scaled to more nodes than measured
   std::vector<std::string> notes;         // what the prediction assumed or could not match

@@ -699,11 +699,13 @@ keep = ("version", "target", "fs_type", "budget_s", "ci_width", "confidence", "r
         "probe", "stages", "stage_notes", "probes")
 x["characterization"] = {k: v for k, v in x["characterization"].items() if k in keep}
 json.dump(x, open(f"{work}/char-running.json", "w"))
-# Another probe size: every config differs (model.scale), the probes' settings do not.
+# Another probe size: every config differs (model.scale; by a factor that makes no scale of one
+# report another probe's in the other: the ceilings' one-rank and small probes scale by 1/4 and
+# 1/2 of the full one), the probes' settings do not.
 x = copy.deepcopy(d)
 for p in x["points"]:
     if isinstance(p["config"].get("model"), dict):
-        p["config"]["model"]["scale"] = p["config"]["model"].get("scale", 1) / 2
+        p["config"]["model"]["scale"] = p["config"]["model"].get("scale", 1) * 0.37
 json.dump(x, open(f"{work}/char-half.json", "w"))
 EOF
   out="$("$PY" "$SRC/scripts/plot.py" "$work/char-badfind.json" --out "$work/figc3" --format png 2>&1)"; code=$?

@@ -35,17 +35,23 @@ run() {
   code=$?
 }
 
-# The partial document (rewritten after every repetition until the run ends) is caught while the
-# sweep runs: poll the report path and keep the first "interrupted" version seen.
-"$PY" - "$work/sweep.json.out" "$work/partial.json" <<'EOF' &
-import json, os, shutil, sys, time
-src, dst = sys.argv[1], sys.argv[2]
+# poll_partial SRC DST KIND: in the background, polls the report path SRC while a run rewrites it
+# and copies the first document of KIND to DST: "interrupted" (a run's partial document, status
+# failed) or "running" (characterize's, with 3 points or more). Sets $poller.
+poll_partial() {
+  "$PY" - "$1" "$2" "$3" <<'EOF' &
+import json, sys, time
+src, dst, kind = sys.argv[1], sys.argv[2], sys.argv[3]
+def wanted(d):
+    if kind == "interrupted":
+        return d.get("status") == "failed" and str(d.get("error", "")).startswith("interrupted")
+    return d.get("status") == "running" and len(d.get("points", [])) >= 3
 end = time.time() + 170
 while time.time() < end:
     try:
         with open(src) as f:
             d = json.load(f)
-        if d.get("status") == "failed" and str(d.get("error", "")).startswith("interrupted"):
+        if wanted(d):
             with open(dst, "w") as f:
                 json.dump(d, f)
             sys.exit(0)
@@ -53,7 +59,12 @@ while time.time() < end:
         pass
     time.sleep(0.02)
 EOF
-poller=$!
+  poller=$!
+}
+
+# The partial document (rewritten after every repetition until the run ends) is caught while the
+# sweep runs: poll the report path and keep the first "interrupted" version seen.
+poll_partial "$work/sweep.json.out" "$work/partial.json" interrupted
 out="$(timeout 180 "${MPI[@]}" -n 4 "$BIN" run --config "$work/sweep.json" --target "$work/t-sweep" \
        --output "$work/sweep.json.out" --quiet 2>&1)"
 code=$?
@@ -89,23 +100,7 @@ if [ "$code" -eq 0 ]; then ok "--read-dir run exits 0"; else bad "--read-dir run
 # ckptbench characterize: a short search (8 MiB probes, 2-3 repetitions each) and the check run
 # of its recommendation; its report adds `characterization` and points with `probe`. The report
 # is rewritten after every probe while the search runs (status running): one is caught as above.
-"$PY" - "$work/characterize.json" "$work/char-partial.json" <<'EOF' &
-import json, sys, time
-src, dst = sys.argv[1], sys.argv[2]
-end = time.time() + 170
-while time.time() < end:
-    try:
-        with open(src) as f:
-            d = json.load(f)
-        if d.get("status") == "running" and len(d.get("points", [])) >= 3:
-            with open(dst, "w") as f:
-                json.dump(d, f)
-            sys.exit(0)
-    except (OSError, ValueError):
-        pass
-    time.sleep(0.02)
-EOF
-poller=$!
+poll_partial "$work/characterize.json" "$work/char-partial.json" running
 out="$(timeout 300 "${MPI[@]}" -n 4 "$BIN" characterize --target "$work/t-char" --budget 0.3 \
        --probe-size 8M --min-reps 2 --max-reps 3 --ci-width 0.5 -q -o "$work/characterize.json" 2>&1)"
 code=$?
@@ -375,8 +370,10 @@ if char:
             continue
         where = f"characterize probe {pr['stage']} point {pr['point']}"
         pt = pts.get(pr["point"])
-        if pt is None or pt.get("probe") != {"stage": pr["stage"], "members": pr["members"],
-                                             "ranks": pr["ranks"]}:
+        want = {"stage": pr["stage"], "members": pr["members"], "ranks": pr["ranks"]}
+        if pr.get("small"):
+            want["small"] = True
+        if pt is None or pt.get("probe") != want:
             problems.append(f"{where}: no point with its probe")
             continue
         for ph in ("save", "restore"):

@@ -282,6 +282,37 @@ TEST(Predict, RankBound) {
   EXPECT_EQ(j["notes"], json::array());
 }
 
+TEST(Predict, FixedCostIsAddedOncePerPhase) {
+  // The RankBound case with a fixed cost of 0.05 s per save and 0.02 s per restore: added once,
+  // whatever the bytes; negative or non-numeric overheads are refused naming the key.
+  const PredictModel m = model_with(
+      {{"save", {{"node_GiBps", 10}, {"aggregate_GiBps", 10}, {"overhead_s", 0.05}}},
+       {"restore",
+        {{"rank_GiBps", 4}, {"node_GiBps", 10}, {"aggregate_GiBps", 10}, {"overhead_s", 0.02}}}});
+  EXPECT_DOUBLE_EQ(m.save.overhead_s, 0.05);
+  EXPECT_DOUBLE_EQ(m.to_json()["restore"]["overhead_s"].get<double>(), 0.02);
+  PointConfig pc = point();
+  pc.ranks_per_node = 4;
+  const Prediction p = predict(m, pc, crafted({2 * GiB, GiB, GiB, GiB}), nodes_of(4, 4));
+  EXPECT_DOUBLE_EQ(p.overhead_save_s, 0.05);
+  EXPECT_DOUBLE_EQ(p.overhead_restore_s, 0.02);
+  EXPECT_DOUBLE_EQ(p.save_s, 0.05 + 2.0 + 0.004 + 0.01);
+  EXPECT_DOUBLE_EQ(p.restore_s, 0.02 + 0.5 + 0.001);
+  EXPECT_DOUBLE_EQ(p.to_json()["overhead_save_s"].get<double>(), 0.05);
+  // Absent: 0.
+  EXPECT_DOUBLE_EQ(model_with(json::object()).save.overhead_s, 0);
+  for (const json& bad : {json(-0.1), json("1s")}) {
+    try {
+      model_with({{"save", {{"overhead_s", bad}}}});
+      ADD_FAILURE() << "accepted overhead_s " << bad.dump();
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("'characterization.model.save.overhead_s'"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(Predict, NodeBound) {
   // Measured on 2 nodes x 2 ranks: rank 2, node 2, aggregate 8 GiB/s. The job: 2 nodes x 2 ranks,
   // 1 GiB each: rank 0.5 s, node 2 GiB / 2 = 1 s, aggregate 4 GiB / 8 = 0.5 s.
