@@ -112,8 +112,12 @@ asan_build() {
   # The directory and options of `scripts/test.sh --sanitize` (either reuses the other's build),
   # with line tables only (-g1): sanitizer reports keep function, file and line, and the build
   # is faster than with full debug information.
-  configure_build "$asan_dir" -DCMAKE_BUILD_TYPE=Debug -DCKPT_WERROR=ON -DCKPT_SANITIZE=ON \
-    -DCMAKE_CXX_FLAGS_DEBUG=-g1
+  # Only what the steps below run: the binary and the unit tests (and the MPI tests when asked).
+  local targets=(ckptbench ckpt_unit_tests)
+  [ "$asan_mpi" = 0 ] || targets=()
+  cmake -S "$CKPT_ROOT" -B "$asan_dir" -DCMAKE_BUILD_TYPE=Debug -DCKPT_WERROR=ON -DCKPT_SANITIZE=ON \
+    -DCMAKE_CXX_FLAGS_DEBUG=-g1 > /dev/null
+  cmake --build "$asan_dir" -j "$(jobs_n)" ${targets[@]:+--target "${targets[@]}"}
 }
 # asan_env (common.sh). Leaks are not checked here: every test binary and ckptbench itself call
 # MPI_Init, and what Open MPI keeps at exit is allocated in components it has dlclose()d by then
@@ -124,7 +128,7 @@ asan_ctest() {
   local label="$1"; shift
   cd "$asan_dir"
   asan_env
-  ctest --output-on-failure --timeout 900 -L "$label" "$@"
+  ctest --output-on-failure --timeout 900 -j "$(jobs_n)" -L "$label" "$@"
 }
 
 failed=0
@@ -147,7 +151,7 @@ fi
 if [ "$sanitize" != 0 ]; then
   step "asan build" asan_build
   if ok; then
-    step "asan unit tests" asan_ctest unit -j "$(jobs_n)"
+    step "asan unit tests" asan_ctest unit
     ok || true
     # Left out here, run by scripts/test.sh: the Slurm and CephFS tests start daemons
     # (slurmctld, ceph-mon, ...) around a few short ckptbench runs the other CLI tests cover;
