@@ -178,6 +178,11 @@ def prediction(report):
               "restore predicted %.3f s, measured %.3f s (x%.3f)" % (
                   v["predicted"]["save_s"], v["measured"]["save_s"], v["save_ratio"],
                   v["predicted"]["restore_s"], v["measured"]["restore_s"], v["restore_ratio"]))
+        r = v.get("reference")
+        if r:
+            print("reference probe beside the check: save x%.3f, restore x%.3f of its search time; "
+                  "against the prediction scaled by that: save x%.3f, restore x%.3f" % (
+                      r["save_drift"], r["restore_drift"], r["save_ratio"], r["restore_ratio"]))
     else:
         print("prediction: no check run in the report (%s)" % v.get("error", "validation missing"))
 

@@ -91,7 +91,7 @@ def probe_key(point):
     if not isinstance(pr, dict) or not isinstance(cfg, dict):
         return None
     return json.dumps({"members": pr.get("members"), "validate": pr.get("stage") == "validate",
-                       "small": pr.get("small") is True,
+                       "small": pr.get("small") is True, "reference": pr.get("reference") is True,
                        "settings": {k: cfg.get(k) for k in PROBE_KEYS}}, sort_keys=True)
 
 

@@ -269,6 +269,9 @@ class Characterizer {
   json findings(const json& chosen, const json& md) const;
   json model_json(const json& chosen, const json& md, std::string* why_not) const;
   json fixed_cost(const json& chosen) const;
+  bool on_chosen_path(const Probe& p, const json& chosen) const;
+  const Probe* reference_probe(const json& chosen) const;
+  json validate(json doc, double pred_save, double pred_restore, int world, const json& chosen);
 };
 
 json Characterizer::base_doc() const {
@@ -1126,14 +1129,28 @@ json Characterizer::findings(const json& chosen, const json& md) const {
   return f;
 }
 
+// A probe over all ranks of the chosen data path in the probes' own layout (one file per rank,
+// default striping): the fixed cost's two sizes and the check run's reference.
+bool Characterizer::on_chosen_path(const Probe& p, const json& chosen) const {
+  return p.ok() && p.members == "all" && data_path_of(p) == chosen &&
+         p.settings.value("layout", "") != "shared-file" && !p.settings.contains("stripe_count");
+}
+
+// The check run's reference: the small probe of the chosen data path (closest in size to a
+// scaled-down checkpoint and the cheapest), else its full-size one.
+const Probe* Characterizer::reference_probe(const json& chosen) const {
+  const Probe* ref = nullptr;
+  for (const auto& p : probes_)
+    if (on_chosen_path(p, chosen) && (!ref || (p.small && !ref->small))) ref = &p;
+  return ref;
+}
+
 // The phases' fixed cost at the chosen data path: the intercept of the mean phase time against
 // bytes per rank through the full-size probe over all ranks and the small one. Null without both.
 json Characterizer::fixed_cost(const json& chosen) const {
   const Probe *big = nullptr, *small = nullptr;
   for (const auto& p : probes_) {
-    if (!p.ok() || p.members != "all" || data_path_of(p) != chosen ||
-        p.settings.value("layout", "") == "shared-file" || p.settings.contains("stripe_count"))
-      continue;
+    if (!on_chosen_path(p, chosen)) continue;
     if (p.small)
       small = &p;
     else if (!big || p.s_save().mean > big->s_save().mean)
@@ -1238,6 +1255,107 @@ json Characterizer::model_json(const json& chosen, const json& md, std::string* 
   return m;
 }
 
+// The check run: the recommended config on this job, 5 repetitions (one repetition varies by
+// 20 % on a VM; the median of 5 is what is compared), each followed by one repetition of the
+// reference probe (reference_probe). A target's speed drifts over minutes (other jobs, the
+// device's write cache, the host under a VM): the reference's times now against its times during
+// the search measure that drift, and the prediction scaled by it says how much of the difference
+// is the model's. Rank 0's object; every rank takes part.
+json Characterizer::validate(json doc, double pred_save, double pred_restore, int world,
+                             const json& chosen) {
+  constexpr int kReps = 5;
+  doc["target"] = work_;
+  doc["repetitions"] = 1;
+  const Probe* ref = reference_probe(chosen);
+  json rdoc = ref ? probe_doc(*ref, 1, size_) : json();
+  json check, refpt;  // the merged points (rank 0)
+  std::vector<double> ss, rs, ref_ss, ref_rs;
+  std::string error;
+  auto merge = [](json& into, const json& pt) {
+    if (into.is_null()) {
+      into = pt;
+      return;
+    }
+    for (auto rep : pt["repetitions"]) {
+      rep["repetition"] = into["repetitions"].size() + 1;
+      into["repetitions"].push_back(rep);
+    }
+  };
+  for (int i = 0; i < kReps && error.empty() && !stopped_; i++) {
+    for (const json* d : {&doc, &rdoc}) {
+      if (d->is_null()) continue;
+      std::string err;
+      int code = 0;
+      json pt = run_once(*d, comm_, &err, &code);
+      json out;
+      if (rank_ == 0) {
+        out = {{"code", code}, {"error", err}, {"stop", stop_signal()}};
+        if (code == 0) {
+          const json& rep = pt["repetitions"][0];
+          (d == &doc ? ss : ref_ss).push_back(rep["save"]["elapsed_s"].get<double>());
+          (d == &doc ? rs : ref_rs).push_back(rep["restore"]["elapsed_s"].get<double>());
+          merge(d == &doc ? check : refpt, pt);
+        }
+      }
+      out = bcast_json(out, 0, comm_);
+      if (out["stop"].get<int>() != 0) stopped_ = true;
+      if (out["code"].get<int>() != 0) {
+        error = (d == &doc ? "" : "the reference probe: ") + out["error"].get<std::string>();
+        break;
+      }
+    }
+  }
+  if (rank_ != 0) return nullptr;
+  if (!error.empty()) return {{"status", "failed"}, {"error", error}};
+  if (ss.empty()) return {{"status", "failed"}, {"error", "interrupted before the check run"}};
+  auto add_point = [&](json& pt, bool reference) {
+    pt["index"] = static_cast<int>(points_.size()) + 1;
+    pt["summary"] = json::object();
+    for (const char* ph : {"save", "restore"})
+      if (json sm = summarize(pt["repetitions"], ph); !sm.empty()) pt["summary"][ph] = sm;
+    pt["probe"] = {{"stage", "validate"}, {"members", "all"}, {"ranks", size_}};
+    if (reference) pt["probe"]["reference"] = true;
+    points_.push_back(pt);
+    return pt["index"].get<int>();
+  };
+  const int point = add_point(check, false);
+  const double ms = median_of(ss).value_or(0), mr = median_of(rs).value_or(0);
+  json v = {{"status", "ok"},
+            {"point", point},
+            {"world", size_},
+            {"repetitions", ss.size()},
+            {"predicted", {{"save_s", pred_save}, {"restore_s", pred_restore}}},
+            {"measured", {{"save_s", ms}, {"restore_s", mr}, {"statistic", "median"}}},
+            {"save_ratio", pred_save > 0 ? ms / pred_save : 0},
+            {"restore_ratio", pred_restore > 0 ? mr / pred_restore : 0},
+            {"save_within_15pct", pred_save > 0 && std::abs(ms / pred_save - 1) <= 0.15},
+            {"restore_within_15pct", pred_restore > 0 && std::abs(mr / pred_restore - 1) <= 0.15}};
+  if (world != size_)
+    v["note"] = "the recommended config's job has " + std::to_string(world) +
+                " ranks; it ran here on " + std::to_string(size_);
+  if (ref && !ref_ss.empty()) {
+    const double then_s = median_of(ref->save_s).value_or(0);
+    const double then_r = median_of(ref->restore_s).value_or(0);
+    const double now_s = median_of(ref_ss).value_or(0), now_r = median_of(ref_rs).value_or(0);
+    const double drift_s = then_s > 0 ? now_s / then_s : 0,
+                 drift_r = then_r > 0 ? now_r / then_r : 0;
+    json r = {{"point", add_point(refpt, true)},
+              {"search_point", ref->index},
+              {"bytes_per_rank", ref->bytes_per_rank},
+              {"search", {{"save_s", then_s}, {"restore_s", then_r}, {"statistic", "median"}}},
+              {"now", {{"save_s", now_s}, {"restore_s", now_r}, {"statistic", "median"}}},
+              {"save_drift", drift_s},
+              {"restore_drift", drift_r}};
+    const double cs = pred_save * drift_s, cr = pred_restore * drift_r;
+    r["save_ratio"] = cs > 0 ? ms / cs : 0;
+    r["restore_ratio"] = cr > 0 ? mr / cr : 0;
+    r["save_within_15pct"] = cs > 0 && std::abs(ms / cs - 1) <= 0.15;
+    r["restore_within_15pct"] = cr > 0 && std::abs(mr / cr - 1) <= 0.15;
+    v["reference"] = r;
+  }
+  return v;
+}
+
 CharacterizeResult Characterizer::finish(const json& chosen, const json& md) {
   CharacterizeResult res;
   json ch = header_json();
@@ -1309,45 +1427,9 @@ CharacterizeResult Characterizer::finish(const json& chosen, const json& md) {
           }
         }
         // Checked: the recommended config run once on this job, predicted against measured.
-        if (opt_.validate) {
-          json vdoc = best->doc;
-          vdoc["target"] = work_;
-          vdoc["repetitions"] = 5;  // the median of 5: one repetition varies by 20 % on a VM
-          std::string err;
-          int code = 0;
-          json pt = run_once(vdoc, comm_, &err, &code);
-          json v = json::object();
-          if (rank_ == 0) {
-            if (code != 0) {
-              v = {{"status", "failed"}, {"error", err}};
-            } else {
-              pt["index"] = static_cast<int>(points_.size()) + 1;
-              pt["probe"] = {{"stage", "validate"}, {"members", "all"}, {"ranks", size_}};
-              points_.push_back(pt);
-              std::vector<double> ss, rs;
-              for (const auto& r : pt["repetitions"]) {
-                ss.push_back(r["save"]["elapsed_s"].get<double>());
-                rs.push_back(r["restore"]["elapsed_s"].get<double>());
-              }
-              const double ms = median_of(ss).value_or(0), mr = median_of(rs).value_or(0);
-              const double ps = best->pred.save_s, pr = best->pred.restore_s;
-              v = {{"status", "ok"},
-                   {"point", pt["index"]},
-                   {"world", size_},
-                   {"repetitions", ss.size()},
-                   {"predicted", {{"save_s", ps}, {"restore_s", pr}}},
-                   {"measured", {{"save_s", ms}, {"restore_s", mr}, {"statistic", "median"}}},
-                   {"save_ratio", ps > 0 ? ms / ps : 0},
-                   {"restore_ratio", pr > 0 ? mr / pr : 0},
-                   {"save_within_15pct", ps > 0 && std::abs(ms / ps - 1) <= 0.15},
-                   {"restore_within_15pct", pr > 0 && std::abs(mr / pr - 1) <= 0.15}};
-              if (best->world != size_)
-                v["note"] = "the recommended config's job has " + std::to_string(best->world) +
-                            " ranks; it ran here on " + std::to_string(size_);
-            }
-          }
-          rec["validation"] = v;
-        }
+        if (opt_.validate)
+          rec["validation"] =
+              validate(best->doc, best->pred.save_s, best->pred.restore_s, best->world, chosen);
         ch["recommendation"] = rec;
       } else {
         ch["recommendation"] = {{"error", "no candidate layout could be planned for the config"}};
@@ -1508,6 +1590,15 @@ std::string characterize_summary(const json& doc) {
            fmt("%.2f", v["save_ratio"].get<double>()) + " of predicted), restore " +
            fmt("%.3g", v["measured"]["restore_s"].get<double>()) + " s (x" +
            fmt("%.2f", v["restore_ratio"].get<double>()) + ")\n";
+      if (v.contains("reference")) {
+        const json& rf = v["reference"];
+        o += "  reference probe (search point " + std::to_string(rf["search_point"].get<int>()) +
+             ", run beside the check): save x" + fmt("%.2f", rf["save_drift"].get<double>()) +
+             ", restore x" + fmt("%.2f", rf["restore_drift"].get<double>()) +
+             " of its time during the search; with the prediction scaled by that: save x" +
+             fmt("%.2f", rf["save_ratio"].get<double>()) + ", restore x" +
+             fmt("%.2f", rf["restore_ratio"].get<double>()) + "\n";
+      }
     } else if (r.contains("validation")) {
       o += "  check run: " + r["validation"].value("error", std::string("not run")) + "\n";
     }

@@ -407,6 +407,21 @@ if char:
                 if pr_s != c["recommendation"]["prediction"][f"{ph}_s"] or \
                    not close(v[f"{ph}_ratio"], med / pr_s, 1e-9):
                     problems.append(f"characterize validation: {ph}_ratio != measured / predicted")
+                rf = v.get("reference")
+                if rf is None:
+                    problems.append("characterize validation: no reference probe")
+                    continue
+                rp, sp = pts.get(rf["point"], {}), pts.get(rf["search_point"], {})
+                if rp.get("probe", {}).get("reference") is not True or \
+                   len(rp.get("repetitions", [])) != len(vp["repetitions"]):
+                    problems.append("characterize validation: the reference point is not one run per check repetition")
+                    continue
+                now = statistics.median(r[ph]["elapsed_s"] for r in rp["repetitions"])
+                then = statistics.median(r[ph]["elapsed_s"] for r in sp.get("repetitions", []))
+                if not (close(rf["now"][f"{ph}_s"], now, 1e-9) and close(rf["search"][f"{ph}_s"], then, 1e-9)
+                        and close(rf[f"{ph}_drift"], now / then, 1e-9)
+                        and close(rf[f"{ph}_ratio"], med / (pr_s * now / then), 1e-9)):
+                    problems.append(f"characterize validation: reference {ph} != medians / drift formula")
     else:
         problems.append(f"characterize: no ok validation ({v})")
 if problems: bad("formulas: " + "; ".join(problems[:12]) + (f" (+{len(problems) - 12} more)" if len(problems) > 12 else ""))

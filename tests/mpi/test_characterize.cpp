@@ -103,6 +103,22 @@ TEST(Characterize, SearchFindingsModelAndCheckedRecommendation) {
     EXPECT_NEAR(v["save_ratio"].get<double>(),
                 v["measured"]["save_s"].get<double>() / v["predicted"]["save_s"].get<double>(),
                 1e-9);
+    // The reference: the chosen path's probe once after each check repetition; its drift is its
+    // median time now over its median during the search, and the ratio is against the
+    // prediction scaled by that.
+    ASSERT_TRUE(v.contains("reference")) << v.dump();
+    const json& rf = v["reference"];
+    const json& rp = d["points"][rf["point"].get<size_t>() - 1];
+    EXPECT_EQ(rp["probe"]["stage"], "validate");
+    EXPECT_EQ(rp["probe"]["reference"], true);
+    EXPECT_EQ(rp["repetitions"].size(),
+              d["points"][v["point"].get<size_t>() - 1]["repetitions"].size());
+    EXPECT_NEAR(rf["save_drift"].get<double>(),
+                rf["now"]["save_s"].get<double>() / rf["search"]["save_s"].get<double>(), 1e-9);
+    EXPECT_NEAR(rf["save_ratio"].get<double>(),
+                v["measured"]["save_s"].get<double>() /
+                    (v["predicted"]["save_s"].get<double>() * rf["save_drift"].get<double>()),
+                1e-9);
     EXPECT_EQ(d["points"].back()["probe"]["stage"], "validate");
     // Nothing left: the run made the target, and removed it with the probes' directory.
     EXPECT_FALSE(fs::exists(target)) << target;
