@@ -197,6 +197,19 @@ struct Probe {
   }
 };
 
+// A probe repeats in several runs (one run_benchmark call per batch): their points become one,
+// the later runs' repetitions appended and renumbered.
+void append_repetitions(json& into, const json& pt) {
+  if (into.is_null()) {
+    into = pt;
+    return;
+  }
+  for (auto rep : pt["repetitions"]) {
+    rep["repetition"] = into["repetitions"].size() + 1;
+    into["repetitions"].push_back(rep);
+  }
+}
+
 std::string settings_text(const json& s) {
   std::string out;
   for (const auto& [k, v] : s.items()) {
@@ -379,14 +392,7 @@ Probe& Characterizer::measure(Probe p, const std::string& stage, int min_reps) {
           out["save_s"] = ss;
           out["restore_s"] = rs;
           out["max_in_flight"] = mif;
-          if (merged.is_null()) {
-            merged = pt;
-          } else {
-            for (auto rep : pt["repetitions"]) {
-              rep["repetition"] = merged["repetitions"].size() + 1;
-              merged["repetitions"].push_back(rep);
-            }
-          }
+          append_repetitions(merged, pt);
         }
         out["t"] = now();
         out["stop"] = stop_signal();
@@ -547,19 +553,9 @@ Predicted predict_doc(const json& doc, const PredictModel& model, int world, int
     RunConfig rc = parse_config(doc);
     if (rc.points.empty()) throw ConfigError("the config has no point");
     const PointConfig& p = rc.points[0];
-    ModelDesc m = build_model(p.model);
-    int w = p.parallelism.emulate_world > 0 ? p.parallelism.emulate_world : 0;
-    if (w == 0 && p.parallelism.dp > 0) w = p.parallelism.tp * p.parallelism.pp * p.parallelism.dp;
-    if (w == 0) w = world;
-    const int per_node = p.ranks_per_node > 0 ? p.ranks_per_node : rpn;
-    Parallelism par = resolve_parallelism(p.parallelism, w, m);
-    const uint64_t align = point_align(p, dio_align);
-    check_plan_limits(estimate_plan(p, m, par, w, align), rc.limits);
-    std::vector<int> node_of_rank(static_cast<size_t>(w));
-    for (int r = 0; r < w; r++) node_of_rank[static_cast<size_t>(r)] = r / std::max(1, per_node);
-    IoPlan plan = make_plan(plan_input(p, m, par, align, w, node_of_rank));
-    out.pred = predict(model, p, plan, node_of_rank);
-    out.world = w;
+    OfflinePoint o = plan_offline_point(p, rc.limits, 0, "", world, rpn, dio_align);
+    out.pred = predict(model, p, o.prep.plan, o.prep.nodes.node_of_rank);
+    out.world = o.world;
   } catch (const std::exception& e) {
     out.error = e.what();
   }
@@ -1271,16 +1267,6 @@ json Characterizer::validate(json doc, double pred_save, double pred_restore, in
   json check, refpt;  // the merged points (rank 0)
   std::vector<double> ss, rs, ref_ss, ref_rs;
   std::string error;
-  auto merge = [](json& into, const json& pt) {
-    if (into.is_null()) {
-      into = pt;
-      return;
-    }
-    for (auto rep : pt["repetitions"]) {
-      rep["repetition"] = into["repetitions"].size() + 1;
-      into["repetitions"].push_back(rep);
-    }
-  };
   for (int i = 0; i < kReps && error.empty() && !stopped_; i++) {
     for (const json* d : {&doc, &rdoc}) {
       if (d->is_null()) continue;
@@ -1294,7 +1280,7 @@ json Characterizer::validate(json doc, double pred_save, double pred_restore, in
           const json& rep = pt["repetitions"][0];
           (d == &doc ? ss : ref_ss).push_back(rep["save"]["elapsed_s"].get<double>());
           (d == &doc ? rs : ref_rs).push_back(rep["restore"]["elapsed_s"].get<double>());
-          merge(d == &doc ? check : refpt, pt);
+          append_repetitions(d == &doc ? check : refpt, pt);
         }
       }
       out = bcast_json(out, 0, comm_);

@@ -257,23 +257,14 @@ int cmd_plan(const std::string& path, const Overrides& ov, int world, bool as_js
   json pts = json::array();
   for (size_t i = 0; i < rc.points.size(); i++) {
     const auto& p = rc.points[i];
-    ModelDesc m = build_model(p.model);
-    int w = world;
-    if (w == 0) w = p.parallelism.emulate_world;
-    if (w == 0 && p.parallelism.dp > 0) w = p.parallelism.tp * p.parallelism.pp * p.parallelism.dp;
-    if (w == 0) throw ConfigError("plan: the job size is unknown (dp is \"auto\"); pass --world N");
-    check_world_limit(static_cast<uint64_t>(w), rc.limits,
-                      world > 0                         ? "--world"
-                      : p.parallelism.emulate_world > 0 ? "parallelism.emulate_world"
-                                                        : "parallelism: tp*pp*dp");
-    Parallelism par = resolve_parallelism(p.parallelism, w, m);
-    const uint64_t align = point_align(p, 4096);
-    const PlanEstimate est = estimate_plan(p, m, par, w, align);
-    check_plan_limits(est, rc.limits);
-    int rpn = p.ranks_per_node > 0 ? p.ranks_per_node : w;
-    std::vector<int> node_of_rank(static_cast<size_t>(w));
-    for (int r = 0; r < w; r++) node_of_rank[static_cast<size_t>(r)] = r / rpn;
-    IoPlan plan = make_plan(plan_input(p, m, par, align, w, node_of_rank));
+    OfflinePoint o = plan_offline_point(p, rc.limits, world, "--world", 0, 0, 4096);
+    const ModelDesc& m = o.prep.model;
+    const Parallelism& par = o.prep.par;
+    const int w = o.world;
+    const uint64_t align = o.prep.align;
+    const PlanEstimate& est = o.est;
+    const std::vector<int>& node_of_rank = o.prep.nodes.node_of_rank;
+    IoPlan& plan = o.prep.plan;
     json pt = plan_stats_json(plan.stats);
     if (model) {
       pt["prediction"] = predict(*model, p, plan, node_of_rank).to_json();
@@ -293,12 +284,8 @@ int cmd_plan(const std::string& path, const Overrides& ov, int world, bool as_js
     pt["layout"] = layout_name(p.layout.kind);
     if (list_files || list_items) pt["file_list"] = plan_file_list(plan, list_items ? &m : nullptr);
     if (p.restore.reshard) {
-      Prepared prep;
-      prep.model = m;
-      prep.par = par;
-      prep.plan = std::move(plan);
-      plan_restore(prep, p, w);
-      pt["restore"] = restore_plan_json(prep, p);
+      plan_restore(o.prep, p, w);
+      pt["restore"] = restore_plan_json(o.prep, p);
     }
     pts.push_back(pt);
   }

@@ -60,6 +60,42 @@ Prepared prepare_point(const PointConfig& pc, MPI_Comm comm, uint64_t align,
   return p;
 }
 
+OfflinePoint plan_offline_point(const PointConfig& pc, const PlanLimits& limits, int world,
+                                const std::string& world_from, int job_world, int rpn,
+                                uint64_t dio_align) {
+  const Parallelism& cp = pc.parallelism;
+  OfflinePoint o;
+  Prepared& p = o.prep;
+  p.model = build_model(pc.model);  // first: a model that cannot be read is the error to name
+  std::string from = world_from;
+  if (world <= 0) {
+    if (cp.emulate_world > 0) {
+      world = cp.emulate_world, from = "parallelism.emulate_world";
+    } else if (cp.dp > 0) {
+      world = cp.tp * cp.pp * cp.dp, from = "parallelism: tp*pp*dp";
+    } else if (job_world > 0) {
+      world = job_world, from = "the job's ranks";
+    } else {
+      throw ConfigError("plan: the job size is unknown (dp is \"auto\"); pass --world N");
+    }
+  }
+  check_world_limit(static_cast<uint64_t>(world), limits, from);
+  o.world = world;
+  p.par = resolve_parallelism(cp, world, p.model);
+  p.align = point_align(pc, dio_align);
+  o.est = estimate_plan(pc, p.model, p.par, world, p.align);
+  check_plan_limits(o.est, limits);
+  const int per_node = std::max(1, pc.ranks_per_node > 0 ? pc.ranks_per_node
+                                   : rpn > 0             ? rpn
+                                                         : world);
+  p.nodes.node_of_rank.resize(static_cast<size_t>(world));
+  for (int r = 0; r < world; r++) p.nodes.node_of_rank[static_cast<size_t>(r)] = r / per_node;
+  p.nodes.nodes = (world + per_node - 1) / per_node;
+  p.nodes.emulated = true;
+  p.plan = make_plan(plan_input(pc, p.model, p.par, p.align, world, p.nodes.node_of_rank));
+  return o;
+}
+
 uint64_t point_align(const PointConfig& pc, uint64_t dio_align) {
   if (pc.align) return pc.align;
   // Framework layouts written through the page cache place tensors as torch.save does: each

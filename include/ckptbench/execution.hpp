@@ -27,6 +27,7 @@
 #include "ckptbench/metrics.hpp"
 #include "ckptbench/model.hpp"
 #include "ckptbench/nodes.hpp"
+#include "ckptbench/plan_limits.hpp"
 #include "ckptbench/read_dir.hpp"
 #include "ckptbench/reshard.hpp"
 #include "ckptbench/run.hpp"
@@ -53,6 +54,19 @@ struct Prepared {
 // built.
 Prepared prepare_point(const PointConfig& pc, MPI_Comm comm, uint64_t align,
                        const PlanLimits& limits);
+// A point planned without running it (plan, plan --predict, characterize's candidate layouts).
+// Its job size: `world` when > 0 (named `world_from` in the limit's error), else
+// parallelism.emulate_world, else tp*pp*dp, else `job_world` (0: refused, dp "auto" needs a
+// size). Ranks fill nodes of parallelism's ranks_per_node, else of `rpn`, else one node. Both
+// world and plan limits are checked before the plan is built. est: the checked estimate.
+struct OfflinePoint {
+  Prepared prep;
+  PlanEstimate est;
+  int world = 0;
+};
+OfflinePoint plan_offline_point(const PointConfig& pc, const PlanLimits& limits, int world,
+                                const std::string& world_from, int job_world, int rpn,
+                                uint64_t dio_align);
 // With restore.parallelism / restore.weights_only: resolves the restore parallelism (errors name
 // restore.parallelism) and computes p.reshard from p's model, parallelism and plan.
 void plan_restore(Prepared& p, const PointConfig& pc, int world);
