@@ -285,7 +285,36 @@ class Characterizer {
   bool on_chosen_path(const Probe& p, const json& chosen) const;
   const Probe* reference_probe(const json& chosen) const;
   json validate(json doc, double pred_save, double pred_restore, int world, const json& chosen);
+  void push_point(json pt, int index, json probe);
 };
+
+// Rank 0: a probe's merged point into the report, as points_[index - 1], its summary over all of
+// its repetitions.
+void Characterizer::push_point(json pt, int index, json probe) {
+  pt["index"] = index;
+  pt["summary"] = json::object();
+  for (const char* ph : {"save", "restore"})
+    if (json sm = summarize(pt["repetitions"], ph); !sm.empty()) pt["summary"][ph] = sm;
+  pt["probe"] = std::move(probe);
+  points_.push_back(std::move(pt));
+}
+
+// The median phase time of a point pushed by push_point.
+double median_elapsed(const json& pt, const char* phase) {
+  return pt["summary"][phase]["elapsed_s"]["median"].get<double>();
+}
+
+// Measured against predicted save and restore times: the ratios and whether each is within 15 %
+// (0 and false when the prediction is 0).
+void add_ratios(json& into, double measured_save, double measured_restore, double pred_save,
+                double pred_restore) {
+  auto put = [&](const std::string& ph, double m, double p) {
+    into[ph + "_ratio"] = p > 0 ? m / p : 0;
+    into[ph + "_within_15pct"] = p > 0 && std::abs(m / p - 1) <= 0.15;
+  };
+  put("save", measured_save, pred_save);
+  put("restore", measured_restore, pred_restore);
+}
 
 json Characterizer::base_doc() const {
   json d = {{"name", "characterize"},
@@ -441,13 +470,9 @@ Probe& Characterizer::measure(Probe p, const std::string& stage, int min_reps) {
     p.index = k + 1;
   }
   if (rank_ == 0 && p.ok()) {
-    merged["index"] = p.index;
-    merged["summary"] = json::object();
-    for (const char* ph : {"save", "restore"})
-      if (json sm = summarize(merged["repetitions"], ph); !sm.empty()) merged["summary"][ph] = sm;
-    merged["probe"] = {{"stage", stage}, {"members", p.members}, {"ranks", p.ranks}};
-    if (p.small) merged["probe"]["small"] = true;
-    points_.push_back(merged);
+    json probe = {{"stage", stage}, {"members", p.members}, {"ranks", p.ranks}};
+    if (p.small) probe["small"] = true;
+    push_point(std::move(merged), p.index, std::move(probe));
     if (!opt_.quiet) {
       const SampleStats s = p.s_save(), r = p.s_restore();
       std::printf(
@@ -1265,7 +1290,6 @@ json Characterizer::validate(json doc, double pred_save, double pred_restore, in
   const Probe* ref = reference_probe(chosen);
   json rdoc = ref ? probe_doc(*ref, 1, size_) : json();
   json check, refpt;  // the merged points (rank 0)
-  std::vector<double> ss, rs, ref_ss, ref_rs;
   std::string error;
   for (int i = 0; i < kReps && error.empty() && !stopped_; i++) {
     for (const json* d : {&doc, &rdoc}) {
@@ -1276,12 +1300,7 @@ json Characterizer::validate(json doc, double pred_save, double pred_restore, in
       json out;
       if (rank_ == 0) {
         out = {{"code", code}, {"error", err}, {"stop", stop_signal()}};
-        if (code == 0) {
-          const json& rep = pt["repetitions"][0];
-          (d == &doc ? ss : ref_ss).push_back(rep["save"]["elapsed_s"].get<double>());
-          (d == &doc ? rs : ref_rs).push_back(rep["restore"]["elapsed_s"].get<double>());
-          append_repetitions(d == &doc ? check : refpt, pt);
-        }
+        if (code == 0) append_repetitions(d == &doc ? check : refpt, pt);
       }
       out = bcast_json(out, 0, comm_);
       if (out["stop"].get<int>() != 0) stopped_ = true;
@@ -1293,50 +1312,41 @@ json Characterizer::validate(json doc, double pred_save, double pred_restore, in
   }
   if (rank_ != 0) return nullptr;
   if (!error.empty()) return {{"status", "failed"}, {"error", error}};
-  if (ss.empty()) return {{"status", "failed"}, {"error", "interrupted before the check run"}};
-  auto add_point = [&](json& pt, bool reference) {
-    pt["index"] = static_cast<int>(points_.size()) + 1;
-    pt["summary"] = json::object();
-    for (const char* ph : {"save", "restore"})
-      if (json sm = summarize(pt["repetitions"], ph); !sm.empty()) pt["summary"][ph] = sm;
-    pt["probe"] = {{"stage", "validate"}, {"members", "all"}, {"ranks", size_}};
-    if (reference) pt["probe"]["reference"] = true;
-    points_.push_back(pt);
-    return pt["index"].get<int>();
-  };
-  const int point = add_point(check, false);
-  const double ms = median_of(ss).value_or(0), mr = median_of(rs).value_or(0);
+  if (check.is_null()) return {{"status", "failed"}, {"error", "interrupted before the check run"}};
+  const json probe = {{"stage", "validate"}, {"members", "all"}, {"ranks", size_}};
+  const int point = static_cast<int>(points_.size()) + 1;
+  push_point(std::move(check), point, probe);
+  const json& cp = points_.back();
+  const double ms = median_elapsed(cp, "save"), mr = median_elapsed(cp, "restore");
   json v = {{"status", "ok"},
             {"point", point},
             {"world", size_},
-            {"repetitions", ss.size()},
+            {"repetitions", cp["repetitions"].size()},
             {"predicted", {{"save_s", pred_save}, {"restore_s", pred_restore}}},
-            {"measured", {{"save_s", ms}, {"restore_s", mr}, {"statistic", "median"}}},
-            {"save_ratio", pred_save > 0 ? ms / pred_save : 0},
-            {"restore_ratio", pred_restore > 0 ? mr / pred_restore : 0},
-            {"save_within_15pct", pred_save > 0 && std::abs(ms / pred_save - 1) <= 0.15},
-            {"restore_within_15pct", pred_restore > 0 && std::abs(mr / pred_restore - 1) <= 0.15}};
+            {"measured", {{"save_s", ms}, {"restore_s", mr}, {"statistic", "median"}}}};
+  add_ratios(v, ms, mr, pred_save, pred_restore);
   if (world != size_)
     v["note"] = "the recommended config's job has " + std::to_string(world) +
                 " ranks; it ran here on " + std::to_string(size_);
-  if (ref && !ref_ss.empty()) {
+  if (ref && !refpt.is_null()) {
+    json rprobe = probe;
+    rprobe["reference"] = true;
+    const int rpoint = static_cast<int>(points_.size()) + 1;
+    push_point(std::move(refpt), rpoint, std::move(rprobe));
+    const json& rp = points_.back();
     const double then_s = median_of(ref->save_s).value_or(0);
     const double then_r = median_of(ref->restore_s).value_or(0);
-    const double now_s = median_of(ref_ss).value_or(0), now_r = median_of(ref_rs).value_or(0);
+    const double now_s = median_elapsed(rp, "save"), now_r = median_elapsed(rp, "restore");
     const double drift_s = then_s > 0 ? now_s / then_s : 0,
                  drift_r = then_r > 0 ? now_r / then_r : 0;
-    json r = {{"point", add_point(refpt, true)},
+    json r = {{"point", rpoint},
               {"search_point", ref->index},
               {"bytes_per_rank", ref->bytes_per_rank},
               {"search", {{"save_s", then_s}, {"restore_s", then_r}, {"statistic", "median"}}},
               {"now", {{"save_s", now_s}, {"restore_s", now_r}, {"statistic", "median"}}},
               {"save_drift", drift_s},
               {"restore_drift", drift_r}};
-    const double cs = pred_save * drift_s, cr = pred_restore * drift_r;
-    r["save_ratio"] = cs > 0 ? ms / cs : 0;
-    r["restore_ratio"] = cr > 0 ? mr / cr : 0;
-    r["save_within_15pct"] = cs > 0 && std::abs(ms / cs - 1) <= 0.15;
-    r["restore_within_15pct"] = cr > 0 && std::abs(mr / cr - 1) <= 0.15;
+    add_ratios(r, ms, mr, pred_save * drift_s, pred_restore * drift_r);
     v["reference"] = r;
   }
   return v;
