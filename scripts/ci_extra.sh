@@ -112,12 +112,12 @@ asan_build() {
   # The directory and options of `scripts/test.sh --sanitize` (either reuses the other's build),
   # with line tables only (-g1): sanitizer reports keep function, file and line, and the build
   # is faster than with full debug information.
-  # Only what the steps below run: the binary and the unit tests (and the MPI tests when asked).
-  local targets=(ckptbench ckpt_unit_tests)
-  [ "$asan_mpi" = 0 ] || targets=()
-  cmake -S "$CKPT_ROOT" -B "$asan_dir" -DCMAKE_BUILD_TYPE=Debug -DCKPT_WERROR=ON -DCKPT_SANITIZE=ON \
-    -DCMAKE_CXX_FLAGS_DEBUG=-g1 > /dev/null
-  cmake --build "$asan_dir" -j "$(jobs_n)" ${targets[@]:+--target "${targets[@]}"}
+  # Only what the steps below run: the binary and the unit tests (everything when the MPI tests
+  # are asked for).
+  local targets="ckptbench ckpt_unit_tests"
+  [ "$asan_mpi" = 0 ] || targets=""
+  CKPT_BUILD_TARGET="$targets" configure_build "$asan_dir" -DCMAKE_BUILD_TYPE=Debug \
+    -DCKPT_WERROR=ON -DCKPT_SANITIZE=ON -DCMAKE_CXX_FLAGS_DEBUG=-g1
 }
 # asan_env (common.sh). Leaks are not checked here: every test binary and ckptbench itself call
 # MPI_Init, and what Open MPI keeps at exit is allocated in components it has dlclose()d by then

@@ -9,12 +9,14 @@ else
 fi
 MPIEXEC=(mpiexec "${MPI_ROOT_FLAG[@]}" --oversubscribe)
 jobs_n() { nproc 2>/dev/null || echo 2; }
-# configure_build DIR [cmake args...]   (CKPT_BUILD_TARGET=name builds one target only)
+# configure_build DIR [cmake args...]   (CKPT_BUILD_TARGET="name ..." builds those targets only)
 configure_build() {
   local dir="$1"; shift
   cmake -S "$CKPT_ROOT" -B "$dir" "$@" >/dev/null
   if [ -n "${CKPT_BUILD_TARGET:-}" ]; then
-    cmake --build "$dir" -j "$(jobs_n)" --target "$CKPT_BUILD_TARGET"
+    local targets
+    read -ra targets <<< "$CKPT_BUILD_TARGET"
+    cmake --build "$dir" -j "$(jobs_n)" --target "${targets[@]}"
   else
     cmake --build "$dir" -j "$(jobs_n)"
   fi
