@@ -853,10 +853,18 @@ CharacterizeResult Characterizer::run() {
       const Probe* p = measure_once(st, "stripes");
       if (p && p->s_save().mean > best_bw) best_bw = p->s_save().mean, best_count = c;
     }
-    for (const char* sz : {"4M", "16M"}) {
+    // Where files are made of objects (CephFS: 4 MiB by default) a stripe unit must divide the
+    // object size, so a unit above the default comes with objects of its own size.
+    const StripingProvider* sp = striping_provider(fs_.type);
+    const uint64_t default_object = 4ull << 20;
+    StripeRequest objects;
+    objects.object_size = default_object;
+    const bool has_objects = sp != nullptr && sp->unsupported(objects).empty();
+    for (const auto& [text, sz] : {std::pair{"4M", 4ull << 20}, std::pair{"16M", 16ull << 20}}) {
       json st = chosen;
       st["stripe_count"] = best_count;
-      st["stripe_size"] = sz;
+      st["stripe_size"] = text;
+      if (has_objects && sz > default_object) st["object_size"] = text;
       measure_once(st, "stripes");
     }
   }
@@ -1366,13 +1374,14 @@ CharacterizeResult Characterizer::finish(const json& chosen, const json& md) {
     if (wants("recommend") && !stopped_) {
       const PredictModel pm = parse_predict_model(model);
       json extra = json::object();
-      for (const char* k : {"stripe_count", "stripe_size"}) {
-        const Probe* best = nullptr;
-        for (const auto& p : probes_)
-          if (p.ok() && p.stage == "stripes" && (!best || p.s_save().mean > best->s_save().mean))
-            best = &p;
-        if (best) extra[k] = best->settings[k];
-      }
+      const Probe* best_stripes = nullptr;
+      for (const auto& p : probes_)
+        if (p.ok() && p.stage == "stripes" &&
+            (!best_stripes || p.s_save().mean > best_stripes->s_save().mean))
+          best_stripes = &p;
+      if (best_stripes)
+        for (const char* k : {"stripe_count", "stripe_size", "object_size"})
+          if (best_stripes->settings.contains(k)) extra[k] = best_stripes->settings[k];
       std::vector<std::string> layouts = {"aggregated-rank", "shared-file", "file-per-shard",
                                           "file-per-tensor"};
       if (nodes_.nodes > 1) layouts.push_back("aggregated-node");
@@ -1503,12 +1512,15 @@ std::string characterize_summary(const json& doc) {
     std::snprintf(b, sizeof b, "  %-20s", what);
     o += b + text + "\n";
   };
+  // The ranks the probes ran on (the model's record of it is missing when a stage it needs was
+  // left out): the most any probe had.
+  int ranks =
+      ch.value("model", json::object()).value("measured_on", json::object()).value("ranks", 0);
+  for (const auto& p : ch.value("probes", json::array()))
+    ranks = std::max(ranks, p.value("ranks", 0));
   o += "Findings on " + ch.value("target", std::string("?")) + " (" +
-       ch.value("fs_type", std::string("?")) + "; " +
-       std::to_string(ch.value("model", json::object())
-                          .value("measured_on", json::object())
-                          .value("ranks", 0)) +
-       " ranks; probes of " + format_bytes(ch["probe"].value("bytes_per_rank", uint64_t{0})) +
+       ch.value("fs_type", std::string("?")) + "; " + std::to_string(ranks) + " ranks; probes of " +
+       format_bytes(ch["probe"].value("bytes_per_rank", uint64_t{0})) +
        " per rank; intervals are 95 %):\n";
   if (ch.contains("chosen") && !ch["chosen"].is_null()) {
     std::string t = path_text(ch["chosen"]);

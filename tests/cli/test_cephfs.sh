@@ -2,7 +2,8 @@
 # A real parallel file system in the loop: a one-node CephFS (scripts/ceph/local-ceph.sh: Debian's
 # Ceph, mon + mgr + OSD + MDS, mounted with ceph-fuse) as the target.
 #  1. a stripe sweep (stripe_count 1/4 x stripe_size 1M/4M, strict): every point's layout read
-#     back from the files equals the request;
+#     back from the files equals the request; characterize's stripe stage applies all of its
+#     stripe units (16M with 16M objects);
 #  2. every backend saves and verifies on it (posix buffered and O_DIRECT, io_uring, MPI-IO
 #     independent and collective, HDF5);
 #  3. file-per-tensor against aggregated-rank, on CephFS and on ext4: the many-file layout's
@@ -66,6 +67,27 @@ if not problems: print('; '.join(f\"{p['config']['stripe_count']} x {p['config']
 " 2>&1)"; rc=$?
 if [ $code -eq 0 ] && [ $rc -eq 0 ]; then ok "stripe sweep: every point applied through ceph.dir.layout and read back equal ($msg)"
 else bad "stripe sweep: exit $code: $msg: $(tail -n 3 <<< "$out")"; fi
+
+echo "# 1b. characterize's stripe stage on CephFS: 16M stripe units come with 16M objects"
+# CephFS refuses a stripe unit that does not divide the object size (4 MiB by default), so the
+# stage's 16 MiB probe must set object_size too; every probe applies and reads its layout back.
+out="$(timeout 300 "${MPI_BASE[@]}" -n 4 "$BIN" characterize --target "$mnt/char" --budget 0.5 \
+      --stages stripes --probe-size 4M --min-reps 2 --max-reps 2 -o "$work/char.json" 2>&1)"; code=$?
+msg="$(check char "
+probes = [p for p in d['characterization']['probes'] if p['stage'] == 'stripes']
+sizes = sorted({p['settings']['stripe_size'] for p in probes})
+if sizes != ['16M', '1M', '4M']: problems.append(f'stripe sizes {sizes}')
+for p in probes:
+    s = p['settings']
+    if p['status'] != 'ok': problems.append(f\"{s['stripe_size']} x {s['stripe_count']}: {p['status']} {p.get('reason', '')}\")
+    want = '16M' if s['stripe_size'] == '16M' else None
+    if s.get('object_size') != want: problems.append(f\"{s['stripe_size']}: object_size {s.get('object_size')}\")
+for pt in d['points']:
+    got = pt.get('striping', {}).get('obtained', {})
+    if pt.get('striping', {}).get('status') == 'applied' and got.get('status') != 'ok': problems.append(f'point {pt[\"index\"]}: layout read back {got.get(\"status\")}')
+")"; rc=$?
+if [ $code -eq 0 ] && [ $rc -eq 0 ]; then ok "characterize stripes: 1M, 4M and 16M stripe units all applied on CephFS, 16M with 16M objects"
+else bad "characterize stripes: exit $code: $msg: $(tail -n 3 <<< "$out")"; fi
 
 echo "# 2. every backend saves and verifies on CephFS"
 for case in "posix false" "posix true" "io_uring false" "mpiio false independent" "mpiio false collective" "hdf5 false"; do
