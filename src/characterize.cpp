@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -1572,10 +1573,35 @@ std::string characterize_summary(const json& doc) {
              " s per phase whatever its bytes (probes of " +
              format_bytes(f["fixed_cost"]["bytes_per_rank"][0].get<uint64_t>()) + " and " +
              format_bytes(f["fixed_cost"]["bytes_per_rank"][1].get<uint64_t>()) + " per rank)");
+  // A curve's points, each "LABEL save S / restore R GiB/s", or the probe's failure.
+  auto curve = [&](const json& rows, const std::function<std::string(const json&)>& label) {
+    std::string t;
+    for (const auto& e : rows) {
+      t += (t.empty() ? "" : "; ") + label(e) + " ";
+      t += e.contains("save_GiBps") ? "save " + with_interval(e["save_GiBps"], "") + " / restore " +
+                                          with_interval(e["restore_GiBps"], "") + " GiB/s"
+                                    : e.value("status", std::string("failed"));
+    }
+    return t;
+  };
   if (f.contains("ranks_per_node") && f["ranks_per_node"].contains("reason"))
     line("ranks per node", "not applicable: " + f["ranks_per_node"]["reason"].get<std::string>());
+  else if (f.contains("ranks_per_node") && f["ranks_per_node"].contains("curve"))
+    line("ranks per node", curve(f["ranks_per_node"]["curve"], [](const json& e) {
+                             const std::string m = e.value("members", std::string());
+                             return m.substr(m.find(':') + 1) + " per node (" +
+                                    std::to_string(e.value("ranks", 0)) + " ranks)";
+                           }) + "; all: see ceilings");
   if (f.contains("stripes") && f["stripes"].contains("reason"))
     line("stripes", "not applicable: " + f["stripes"]["reason"].get<std::string>());
+  else if (f.contains("stripes") && f["stripes"].contains("curve"))
+    line("stripes", curve(f["stripes"]["curve"], [](const json& e) {
+           std::string t = std::to_string(e.value("stripe_count", 0)) + " x " +
+                           e.value("stripe_size", std::string("?"));
+           if (e.contains("object_size"))
+             t += " (objects " + e["object_size"].get<std::string>() + ")";
+           return t;
+         }));
   if (f.contains("metadata") && f["metadata"].contains("create_per_s")) {
     const json& m = f["metadata"];
     line("metadata", "create " + with_interval(m["create_per_s"], "/s", "%.0f") + ", open " +
