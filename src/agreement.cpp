@@ -42,6 +42,13 @@ extern "C" void on_stop_signal(int sig) {
 
 int stop_signal() { return static_cast<int>(g_stop_signal); }
 
+namespace {
+std::atomic<bool> g_ending_job{false};
+}  // namespace
+
+void mark_ending_job() { g_ending_job = true; }
+bool ending_job() { return g_ending_job.load(); }
+
 int wait_stop_signal(double timeout_s) {
   if (const int sig = stop_signal(); sig != 0) return sig;
   if (!g_stop_sem_ok) {
@@ -133,6 +140,7 @@ void StallGuard::fire(MPI_Comm comm, int rank, double waited_s, const std::strin
   msg += " s (a rank stopped, hung in I/O, or held in a debugger?); ending the job";
   std::fprintf(stderr, "ckptbench: error: %s\n", msg.c_str());
   std::fflush(stderr);
+  mark_ending_job();
   if (on_stall) {
     try {
       on_stall(msg);

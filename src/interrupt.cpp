@@ -52,7 +52,9 @@ void SignalCleanup::watch() {
     const int sig = wait_stop_signal(0.2);
     if (sig == 0) continue;
     fired_ = true;
-    if (rank_ == 0 && report_) {
+    // A rank that ends the job itself (a stall) has written, or is writing under mu_, the
+    // report that says why; the launcher's SIGTERM that follows its MPI_Abort must not replace it.
+    if (rank_ == 0 && report_ && !ending_job()) {
       std::lock_guard<std::mutex> g(mu_);
       nlohmann::json d = nlohmann::json::object();
       try {

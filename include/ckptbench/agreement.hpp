@@ -19,6 +19,11 @@ int stop_signal();
 // Waits up to timeout_s for a stop signal (woken by the handler itself, not by polling); returns
 // stop_signal(). Meant for one waiting thread per process.
 int wait_stop_signal(double timeout_s);
+// Set by a rank that ends the job itself (StallGuard::fire) just before it writes its final
+// report and calls MPI_Abort: the launcher's SIGTERM that follows must not overwrite that report
+// with an "interrupted by signal" one.
+void mark_ending_job();
+bool ending_job();
 
 std::string hostname();
 
