@@ -623,7 +623,17 @@ RunConfig parse_config(const json& doc) {
   for (const auto& k : point_keys()) r.allow(k);
   rc.target = r.str("target", "");
   rc.repetitions = static_cast<int>(r.integer("repetitions", 1, 1, 10000));
-  rc.verify = r.boolean("verify", true);
+  if (const json* v = r.raw("verify")) {
+    const bool ok_bool = v->is_boolean();
+    const std::string w = v->is_string() ? v->get<std::string>() : "";
+    if (!ok_bool && w != "inline" && w != "after" && w != "off")
+      throw ConfigError(
+          "'verify': expected true, false, \"inline\" (true: inside the timed "
+          "restore), \"after\" (after it, source \"shard\" only) or \"off\", got " +
+          (v->is_string() ? "\"" + text_excerpt(w) + "\"" : json_excerpt(*v, 80)));
+    rc.verify = ok_bool ? v->get<bool>() : w != "off";
+    rc.verify_after = w == "after";
+  }
   rc.keep = r.boolean("keep", false);
   rc.strict = r.boolean("strict", false);
   rc.target_fs = r.str("target_fs", "");
@@ -742,11 +752,21 @@ RunConfig parse_config(const json& doc) {
   }
   if (rc.points.empty())
     throw ConfigError("'exclude': every sweep point is excluded; nothing to run");
+  if (rc.verify_after)
+    for (const auto& pc : rc.points)
+      if (pc.source != SourceMode::shard)
+        throw ConfigError(
+            "'verify': \"after\" checks the restored bytes where they landed, in the rank's "
+            "memory, after the timed restore; that needs 'source': \"shard\" (with \"" +
+            source_name(pc.source) + "\" the buffers are reused while reading)" +
+            (pc.params.empty() ? std::string()
+                               : " [in sweep point " + json_excerpt(pc.params, 300) + "]") +
+            "; set verify to true (inline) or source to \"shard\"");
 
   json res = rc.points.front().resolved;
   res["target"] = rc.target;
   res["repetitions"] = rc.repetitions;
-  res["verify"] = rc.verify;
+  res["verify"] = rc.verify_after ? json("after") : json(rc.verify);
   res["keep"] = rc.keep;
   res["strict"] = rc.strict;
   res["target_fs"] = rc.target_fs;

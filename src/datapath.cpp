@@ -63,6 +63,19 @@ void RankDataPath::check(uint32_t file_id, const std::string& path, const Extent
   if (!verify_) return;
   const uint64_t k = pos >= e.length ? 0 : std::min(n, e.length - pos);
   if (k == 0) return;
+  if (defer_into_ != nullptr && defer_into_->holds(data) && (loaded_ == nullptr || e.shard >= 0)) {
+    if (loaded_ != nullptr) data = loaded_->at(file_id, e.offset + pos);
+    // Transfers of an extent complete in order: the next piece usually continues the last.
+    if (!deferred_.empty()) {
+      Deferred& d = deferred_.back();
+      if (d.e == &e && d.pos + d.n == pos && d.data + d.n == data) {
+        d.n += k;
+        return;
+      }
+    }
+    deferred_.push_back({file_id, &path, &e, pos, k, data});
+    return;
+  }
   auto bad = p_.check({data, k}, file_id, e.offset + pos);
   if (bad) {
     uint64_t off = e.offset + pos + *bad;
@@ -71,6 +84,14 @@ void RankDataPath::check(uint32_t file_id, const std::string& path, const Extent
                   std::to_string(e.offset) + ", " + std::to_string(e.length) + " bytes)");
   }
   bytes_verified_ += k;
+}
+
+void RankDataPath::run_deferred_checks() {
+  const ShardMemory* mem = defer_into_;
+  defer_into_ = nullptr;  // check() verifies at once now
+  for (const Deferred& d : deferred_) check(d.file_id, *d.path, *d.e, d.pos, d.data, d.n);
+  deferred_.clear();
+  defer_into_ = mem;
 }
 
 void RankDataPath::send(const std::byte* data, uint64_t len, int dest) {

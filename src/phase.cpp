@@ -3,6 +3,7 @@
 // aggregation sends or receives its pieces; the clock stops, the ranks agree on the outcome and
 // the records are reduced across ranks.
 #include <csignal>
+#include <cstring>
 #include <string>
 
 #include "ckptbench/driver.hpp"
@@ -59,6 +60,22 @@ PhaseResult run_phase(RunState& rs, PointRun& pt, Phase phase, const RankIo& io,
       }
     }
   }
+  // verify "after": the restored bytes are checked in this memory once the clock has stopped.
+  if (phase == Phase::restore && rs.cfg.verify_after && fresh) {
+    dp.defer_checks(fresh.get(), ctx.load_into);
+    // The resident state already holds the pattern (it is the save's source): overwrite what the
+    // restore copies into it (untimed), so that the check after the phase sees only what the
+    // restore put there. A restore that passes leaves the pattern in place for the next save.
+    if (ctx.load_into != nullptr)
+      for (const auto& f : io.files)
+        for (const auto& e : f.extents)
+          if (e.shard >= 0 && e.length > 0)
+            std::memset(ctx.load_into->at(f.id, e.offset), 0x5a, e.length);
+  }
+  struct Undefer {  // on every way out: `fresh` is unmapped then
+    RankDataPath& dp;
+    ~Undefer() { dp.defer_checks(nullptr); }
+  } undefer{dp};
   const char* pname = phase == Phase::save ? "save" : "restore";
   dp.begin_phase(phase, &rs.agree.stall, fault_transfer(pt.index, rep + 1, pname, rs.rank));
   // Backs off and is guarded against a stalled rank; then a plain barrier, which releases the
@@ -96,6 +113,13 @@ PhaseResult run_phase(RunState& rs, PointRun& pt, Phase phase, const RankIo& io,
     live.stop();
     rs.agree(o, m, rec.end_s - rec.start_s);
   }
+  double verify_after_s = 0;
+  if (dp.deferring()) {
+    const double t0 = now_s();
+    auto [o, m] = attempt(rs.rank, [&] { dp.run_deferred_checks(); });
+    verify_after_s = now_s() - t0;
+    rs.agree(o, m, 0);
+  }
   // The statistics are plain collectives: every rank reaches them together from here.
   guarded_barrier(rs.comm, rs.agree.stall,
                   std::string("at the barrier before the statistics of the ") + pname +
@@ -103,6 +127,8 @@ PhaseResult run_phase(RunState& rs, PointRun& pt, Phase phase, const RankIo& io,
   PhaseResult res = reduce_phase(rec, rs.comm);
   res.rank_start_s = rec.start_s;
   res.rank_end_s = rec.end_s;
+  if (phase == Phase::restore && rs.cfg.verify_after)
+    MPI_Allreduce(&verify_after_s, &res.verify_after_s, 1, MPI_DOUBLE, MPI_MAX, rs.comm);
   return res;
 }
 

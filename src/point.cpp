@@ -294,7 +294,9 @@ void point_settings(RunState& rs, PointRun& pt) {
         {"fill",
          "pool prefilled before each save, untimed; 16-byte stamp per 4 KiB inside the timed "
          "save (a transfer at an offset that is not a multiple of 4 KiB is copied in full)"},
-        {"verify", rs.cfg.verify ? "inline in the timed restore" : "off"}}},
+        {"verify", !rs.cfg.verify        ? "off"
+                   : rs.cfg.verify_after ? "after the timed restore, in the rank's memory (untimed)"
+                                         : "inline in the timed restore"}}},
       {"backend", pt.backend->describe()}};
   // Peak resident memory of the rank processes so far (cumulative over the run's points).
   struct rusage ru {};

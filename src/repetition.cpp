@@ -132,6 +132,17 @@ uint64_t sum_verified(RunState& rs, uint64_t v, const std::string& where) {
   return vsum;
 }
 
+// What a repetition says of its verification: whether it ran, the bytes checked, and when: inside
+// the timed restore (verify_inline) or after it (verify "after": verify_after_s, the slowest
+// rank's check, outside every phase time).
+void verify_fields(const RunState& rs, json& rj, bool verify, const PhaseResult& restore,
+                   uint64_t bytes_verified) {
+  rj["verified"] = verify;
+  rj["bytes_verified"] = bytes_verified;
+  rj["restore"]["verify_inline"] = verify && !rs.cfg.verify_after;
+  if (verify && rs.cfg.verify_after) rj["restore"]["verify_after_s"] = restore.verify_after_s;
+}
+
 // The repetition's report goes into the point and into rs.current (the partial report).
 void finish_repetition(RunState& rs, PointRun& pt, const json& rj) {
   pt.reps.push_back(rj);
@@ -169,9 +180,7 @@ void restore_only_repetition(RunState& rs, PointRun& pt, int rep) {
   rj["restore"]["rank_file_handles"] = restore.files;
   rj["restore"]["files"] = pt.prep.plan.stats.files;
   rj["restore"]["method"] = pt.pc.restore.method == RestoreMethod::mmap ? "mmap" : "read";
-  rj["restore"]["verify_inline"] = verify;
-  rj["verified"] = verify;
-  rj["bytes_verified"] = sum_verified(rs, dp.bytes_verified(), where);
+  verify_fields(rs, rj, verify, restore, sum_verified(rs, dp.bytes_verified(), where));
   finish_repetition(rs, pt, rj);
   print_repetition(rs, pt, rep, nullptr, &restore);
   auto [po, pm] = attempt(rs.rank, [&] { report_progress(rs); });
@@ -258,9 +267,7 @@ void run_repetition(RunState& rs, PointRun& pt, int rep) {
         per_node_bandwidth(nodes, restore.rank_bytes, restore.rank_times_s, names);
   }
   if (rep == 0) check_striping(rs, pt, ck.dir);
-  rj["verified"] = rs.cfg.verify;
-  rj["bytes_verified"] = vsum;
-  rj["restore"]["verify_inline"] = rs.cfg.verify;
+  verify_fields(rs, rj, rs.cfg.verify, restore, vsum);
   finish_repetition(rs, pt, rj);
   print_repetition(rs, pt, rep, &save, &restore);
 

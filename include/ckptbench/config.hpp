@@ -88,6 +88,9 @@ struct RunConfig {
   std::string target;  // directory under which a fresh run directory is made
   int repetitions = 1;
   bool verify = true;
+  // verify "after": the restored bytes are checked in the rank's memory after the timed restore
+  // (source "shard" only), as a framework's own check runs after its load; else inline.
+  bool verify_after = false;
   bool keep = false;
   bool strict = false;           // settings that do not apply here are errors, not warnings
   std::string target_fs;         // the file-system type the target must be on ("" = any)

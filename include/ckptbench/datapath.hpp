@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "ckptbench/agreement.hpp"
 #include "ckptbench/backend.hpp"
+#include "ckptbench/source.hpp"
 
 namespace ckpt {
 
@@ -44,6 +46,22 @@ class RankDataPath final : public DataPath {
   // they left too, or send nothing for 60 s.
   void abandon(const IoPlan& plan, const RankIo& io, const PointConfig& pc) noexcept;
 
+  // verify "after": from here on, the checks of bytes that land in `landed` (a restore into the
+  // rank's shard memory) are only recorded, coalesced per extent, and run by
+  // run_deferred_checks() after the timed phase; bytes elsewhere (a commit record read through
+  // a pool buffer that is reused) are still checked at once. With `loaded` (a framework that
+  // copies each item into its resident state and frees the read buffer: load_in_place), a
+  // tensor's bytes are checked where they were copied to, in `loaded`, and the rest (framing,
+  // index) at once, before the buffer is freed.
+  void defer_checks(const ShardMemory* landed, const ShardMemory* loaded = nullptr) {
+    defer_into_ = landed;
+    loaded_ = loaded;
+    deferred_.clear();
+  }
+  bool deferring() const { return defer_into_ != nullptr; }
+  // Runs and forgets the recorded checks; throws IoError as check() does.
+  void run_deferred_checks();
+
   const Pattern& pattern() const { return p_; }
   uint64_t bytes_verified() const { return bytes_verified_; }
   // Rank-shift restore: this rank reads files another rank wrote and verifies them itself (the
@@ -69,6 +87,16 @@ class RankDataPath final : public DataPath {
   const StallGuard* stall_ = nullptr;
   uint64_t fail_at_ = 0, transfers_ = 0;
   std::map<int, uint64_t> sent_, received_;  // messages this phase, by peer
+  struct Deferred {
+    uint32_t file_id;
+    const std::string* path;
+    const Extent* e;
+    uint64_t pos, n;
+    const std::byte* data;
+  };
+  const ShardMemory* defer_into_ = nullptr;
+  const ShardMemory* loaded_ = nullptr;
+  std::vector<Deferred> deferred_;
 };
 
 // Non-leader side of node aggregation: stream this rank's pieces of the leader's files to the

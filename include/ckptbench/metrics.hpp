@@ -153,10 +153,11 @@ struct PhaseResult {
   double elapsed_s = 0;    // max over ranks of (end - start), starts aligned by a barrier
   MinMeanMax rank_time_s;  // per-rank (end - start)
   std::array<MinMeanMax, kSteps> steps;
-  LatencyHistogram hist;                    // merged across ranks
-  double straggler_ratio = 0;               // max / mean rank time (ranks that moved bytes)
-  std::vector<double> rank_times_s;         // per real rank, for straggler plots
-  std::vector<double> rank_bytes;           // per real rank, bytes moved
+  LatencyHistogram hist;             // merged across ranks
+  double straggler_ratio = 0;        // max / mean rank time (ranks that moved bytes)
+  std::vector<double> rank_times_s;  // per real rank, for straggler plots
+  std::vector<double> rank_bytes;    // per real rank, bytes moved
+  double verify_after_s = 0;         // verify "after": the slowest rank's check after the restore
   double rank_start_s = 0, rank_end_s = 0;  // this rank's own clock (now_s) at start and end
   double bandwidth_GiBps() const;
   double iops() const;

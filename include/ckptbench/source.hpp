@@ -34,6 +34,10 @@ class ShardMemory {
   // Whether every file of `io` has its region here.
   bool covers(const RankIo& io) const;
   uint64_t bytes() const { return len_; }
+  // Whether p points into this memory.
+  bool holds(const std::byte* p) const {
+    return base_ != nullptr && p >= base_ && p < base_ + len_;
+  }
 
  private:
   std::byte* base_ = nullptr;

@@ -146,6 +146,30 @@ if [ "$(jq_py "$work/dcp-ok.json" "all(d['points'][0]['repetitions'][0][p]['step
 else
   bad "torch-dcp: cpu_s $(jq_py "$work/dcp-ok.json" "[d['points'][0]['repetitions'][0][p]['steps']['cpu_s'] for p in ('save', 'restore')]")"
 fi
+# verify "after" (source shard): the same bytes are checked as inline - the .metadata record,
+# read through a pool buffer, at once; the items in the resident memory after the timed restore -
+# and a byte corrupted between save and restore still fails the run, naming file and offset.
+out="$(timeout 180 "${MPI[@]}" -n 4 "$BIN" run --config "$work/dcp.json" --set verify=after \
+      --target "$work/t-dcp-after" --output "$work/dcp-after.json" --quiet 2>&1)"
+code=$?
+r_in="$(jq_py "$work/dcp-ok.json" "(lambda r: (r['bytes_verified'], r['restore']['verify_inline'], 'verify_after_s' in r['restore']))(d['points'][0]['repetitions'][0])")"
+r_af="$(jq_py "$work/dcp-after.json" "(lambda r: (r['bytes_verified'], r['restore']['verify_inline'], r['restore']['verify_after_s'] > 0, d['config']['verify']))(d['points'][0]['repetitions'][0])")"
+if [ "$code" -eq 0 ] && [ "${r_in%%,*}" = "${r_af%%,*}" ] && [[ "$r_in" == *", True, False)" ]] &&
+   [[ "$r_af" == *", False, True, 'after')" ]]; then
+  ok "verify after: the ${r_af%%,*#(} bytes inline verification checks, outside the timed restore"
+else
+  bad "verify after: exit $code, inline $r_in, after $r_af: $(tail -c 400 <<< "$out")"
+fi
+out="$(CKPT_FAULT_INJECT="phase=between,action=corrupt,rank=1" timeout 180 "${MPI[@]}" \
+      -x CKPT_FAULT_INJECT -n 4 "$BIN" run --config "$work/dcp.json" --set verify=after \
+      --target "$work/t-dcp-after-corrupt" --output "$work/dcp-after-corrupt.json" --quiet 2>&1)"
+code=$?
+if [ "$code" -eq 1 ] && grep -q "ckptbench: error: rank 1 ([^)]*): verify failed: file '.*' byte offset [0-9]" <<< "$out" &&
+   [ "$(jq_py "$work/dcp-after-corrupt.json" "d['status']")" = failed ]; then
+  ok "verify after: a corrupted byte fails the run, file and offset named"
+else
+  bad "verify after, corrupt: exit $code: $(tail -c 600 <<< "$out")"
+fi
 for c in "dcp-start:phase=save,rank=2:rank 2:injected fault" \
          "dcp-write:phase=save,rank=0,transfer=2:rank 0:No space left on device" \
          "dcp-read:phase=restore,rank=3,transfer=1:rank 3:.metadata.*Input/output error"; do

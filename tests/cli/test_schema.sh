@@ -97,6 +97,14 @@ out="$(timeout 180 "${MPI[@]}" -n 4 "$BIN" run --config "$work/readdir-config.js
        --read-dir "$work/dcp" --output "$work/readdir.json" --quiet 2>&1)"; code=$?
 if [ "$code" -eq 0 ]; then ok "--read-dir run exits 0"; else bad "--read-dir run: exit $code: $out"; fi
 
+# verify "after" (source shard): restore.verify_after_s.
+cat > "$work/after-config.json" <<'J'
+{"model": "tiny", "parallelism": {"tp": 2, "dp": "auto"}, "layout": "file-per-shard", "source": "shard",
+ "verify": "after", "repetitions": 1, "cache": "fadvise"}
+J
+run after "$work/after-config.json"
+if [ "$code" -eq 0 ]; then ok "verify-after run exits 0"; else bad "verify-after run: exit $code: $out"; fi
+
 # ckptbench characterize: a short search (8 MiB probes, 2-3 repetitions each) and the check run
 # of its recommendation; its report adds `characterization` and points with `probe`. The report
 # is rewritten after every probe while the search runs (status running): one is caught as above.
@@ -108,7 +116,7 @@ kill "$poller" 2> /dev/null; wait "$poller" 2> /dev/null; poller=""
 if [ "$code" -eq 0 ]; then ok "characterize run exits 0"; else bad "characterize run: exit $code: $out"; fi
 
 docs=("$work/sweep-report.json" "$work/failed.json" "$work/life.json" "$work/readdir.json"
-      "$work/characterize.json")
+      "$work/after.json" "$work/characterize.json")
 [ -f "$work/char-partial.json" ] && docs+=("$work/char-partial.json")
 [ -f "$work/partial.json" ] && docs+=("$work/partial.json")
 

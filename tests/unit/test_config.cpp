@@ -377,3 +377,30 @@ TEST(Overrides, MalformedOnesNameTheOverride) {
   EXPECT_NE(msg("blocksize=1M").find("unknown key 'blocksize'"), std::string::npos);
   EXPECT_NE(msg(R"(sweep.block_size=["1M",)").find("not valid JSON"), std::string::npos);
 }
+
+TEST(Config, VerifyModes) {
+  // true = "inline", false = "off"; "after" needs source "shard" in every point and is echoed.
+  for (const auto& [v, verify, after] :
+       std::vector<std::tuple<json, bool, bool>>{{json(true), true, false},
+                                                 {json(false), false, false},
+                                                 {json("inline"), true, false},
+                                                 {json("off"), false, false},
+                                                 {json("after"), true, true}}) {
+    json d = base();
+    d["verify"] = v;
+    d["source"] = "shard";
+    RunConfig rc = parse_config(d);
+    EXPECT_EQ(rc.verify, verify) << v.dump();
+    EXPECT_EQ(rc.verify_after, after) << v.dump();
+    EXPECT_EQ(rc.resolved["verify"], after ? json("after") : json(verify)) << v.dump();
+  }
+  json d = base();
+  d["verify"] = "later";
+  expect_error(d, {"'verify'", "\"later\"", "\"after\"", "\"inline\""});
+  d["verify"] = 1;
+  expect_error(d, {"'verify'", "got 1"});
+  d["verify"] = "after";
+  expect_error(d, {"'verify': \"after\"", "'source': \"shard\"", "\"pool\""});
+  d["sweep"] = {{"source", {"shard", "pool"}}};
+  expect_error(d, {"'verify': \"after\"", "[in sweep point {\"source\":\"pool\"}]"});
+}
