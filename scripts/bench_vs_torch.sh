@@ -2,9 +2,17 @@
 # Real PyTorch against ckptbench's replay of it: the same checkpoint saved and restored by the real
 # framework (scripts/realfw.py) and by `ckptbench run`, in interleaved pairs, per case.
 #
-#   scripts/bench_vs_torch.sh [--pairs N] [--cases LIST] [--config FILE] [--set KEY=VALUE ...]
-#                             [--ranks N] [--target DIR] [--out DIR] [--json FILE] [--keep]
+#   scripts/bench_vs_torch.sh [--pairs N] [--reps N] [--cases LIST] [--config FILE]
+#                             [--set KEY=VALUE ...] [--ranks N] [--target DIR] [--out DIR]
+#                             [--json FILE] [--keep]
 #   --pairs N      pairs (real + replay) per case; default 5
+#   --reps N       save + restore cycles in each run (realfw.py --repetitions, ckptbench
+#                  repetitions); default 1. With N >= 2 a run's phase time is the median over its
+#                  repetitions 2..N, the steady state of a job that saves again and again: the
+#                  first save of a process pays one-time costs of the machine (on the VM of
+#                  docs/PERFORMANCE.md, the kernel's first touch of the pages it gives the page
+#                  cache: 6-8x the later saves, on both sides). The first repetition's times are
+#                  kept in pairs.tsv and the --json summary
 #   --cases LIST   comma-separated, any order: torch-save, torch-save-fsync, dcp-item, dcp-rank;
 #                  default torch-save,torch-save-fsync
 #   --config FILE  the ckptbench config both sides run (one point); default
@@ -50,7 +58,8 @@
 # numbers include page cache effects.
 #
 # What is compared: per case, phase (save, restore) and pair, the ratio replay / real of the
-# phase times, each the report's points[0].repetitions[0].<phase>.elapsed_s (the slowest rank's
+# phase times, each the report's points[0].repetitions[0].<phase>.elapsed_s (with --reps N >= 2:
+# the median of repetitions[1..N-1]) (the slowest rank's
 # time from the barrier to the end of its phase; realfw.py measures the framework's calls,
 # ckptbench its open/io/sync/close). Printed per case and phase: the median ratio, its min-max
 # range, each pair's ratio, the median times of both sides, and whether the median ratio lies
@@ -89,6 +98,7 @@ real_opts() {
 all_cases=(torch-save torch-save-fsync dcp-item dcp-rank)
 bin="${CKPT_BINARY:-$CKPT_ROOT/build/ckptbench}"
 pairs=5
+reps=1
 cases_sel="torch-save,torch-save-fsync"
 config="$CKPT_ROOT/configs/realfw-llama-small.json"
 sets=()
@@ -113,6 +123,9 @@ while (($#)); do
   case "$1" in
     --pairs) pairs="$(value "$@")" || exit 2
       is_posint "$pairs" || die2 "--pairs $pairs: allowed a positive integer (pairs per case)"
+      shift 2 ;;
+    --reps) reps="$(value "$@")" || exit 2
+      is_posint "$reps" || die2 "--reps $reps: allowed a positive integer (repetitions per run)"
       shift 2 ;;
     --cases) cases_sel="$(value "$@")" || exit 2; shift 2 ;;
     --config) config="$(value "$@")" || exit 2
@@ -255,10 +268,10 @@ build_cmd() {
     mapfile -t opts < <(real_opts "$c")
     cmd+=("$py" "$CKPT_ROOT/scripts/realfw.py" "${opts[@]}" --binary "$bin" --config "$config")
     for s in ${all_sets[@]+"${all_sets[@]}"}; do cmd+=(--set "$s"); done
-    cmd+=(--cache "$cache" --target "$dir" -o "$report" --quiet)
+    cmd+=(--cache "$cache" --repetitions "$reps" --target "$dir" -o "$report" --quiet)
     if [[ "$keep" == 1 ]]; then cmd+=(--keep); fi
   else
-    cmd+=("$bin" run --config "$config" --set "cache=$cache")
+    cmd+=("$bin" run --config "$config" --set "cache=$cache" --set "repetitions=$reps")
     if [[ "$keep" == 1 ]]; then cmd+=(--set keep=true); fi
     for s in ${all_sets[@]+"${all_sets[@]}"}; do cmd+=(--set "$s"); done
     cmd+=(--target "$dir" -o "$report" --quiet)
@@ -266,7 +279,7 @@ build_cmd() {
 }
 
 tsv="$out/pairs.tsv"
-printf 'case\tpair\tfirst\tside\tphase\telapsed_s\tbytes\tfiles\tpayload_bytes\tresident_fraction\treport\tcommand\n' > "$tsv"
+printf 'case\tpair\tfirst\tside\tphase\telapsed_s\tbytes\tfiles\tpayload_bytes\tresident_fraction\treport\tcommand\tfirst_rep_s\n' > "$tsv"
 
 # run_side CASE PAIR FIRST SIDE
 run_side() {
@@ -290,15 +303,19 @@ run_side() {
     tail -n 30 "$log" | sed 's/^/    /' >&2
     exit 1
   fi
-  python3 - "$report" "$c" "$p" "$first" "$side" "$(quoted "${cmd[@]}")" >> "$tsv" <<'PY' ||
-import json, sys
-path, case, pair, first, side, command = sys.argv[1:7]
+  python3 - "$report" "$c" "$p" "$first" "$side" "$(quoted "${cmd[@]}")" "$reps" >> "$tsv" <<'PY' ||
+import json, statistics, sys
+path, case, pair, first, side, command, nreps = sys.argv[1:8]
+nreps = int(nreps)
 def fail(msg):
     sys.exit(f"bench_vs_torch: case {case}, pair {pair}, {side}: {path}: {msg}")
 try:
     doc = json.load(open(path))
     point = doc["points"][0]
-    rep = point["repetitions"][0]
+    reps = point["repetitions"]
+    rep = reps[0]
+    if len(reps) != nreps:
+        raise ValueError(f"{len(reps)} repetitions, not {nreps}")
 except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
     fail(f"not a usable report ({type(e).__name__}: {e})")
 tool = (doc.get("tool") or {}).get("name")
@@ -311,10 +328,13 @@ payload = (point.get("plan") or {}).get("payload_bytes", "")
 res = (rep.get("cache") or {}).get("resident_fraction", "")
 for ph in ("save", "restore"):
     x = rep.get(ph) or {}
-    if not isinstance(x.get("elapsed_s"), (int, float)):
-        fail(f"no {ph}.elapsed_s in points[0].repetitions[0]")
-    print(f"{case}\t{pair}\t{first}\t{side}\t{ph}\t{x['elapsed_s']!r}\t{x.get('bytes', '')}\t"
-          f"{x.get('files', '')}\t{payload}\t{res if ph == 'restore' else ''}\t{path}\t{command}")
+    ts = [(r.get(ph) or {}).get("elapsed_s") for r in reps]
+    if not all(isinstance(t, (int, float)) for t in ts):
+        fail(f"no {ph}.elapsed_s in every points[0].repetitions[]")
+    t = ts[0] if nreps == 1 else statistics.median(ts[1:])
+    print(f"{case}\t{pair}\t{first}\t{side}\t{ph}\t{t!r}\t{x.get('bytes', '')}\t"
+          f"{x.get('files', '')}\t{payload}\t{res if ph == 'restore' else ''}\t{path}\t{command}\t"
+          f"{ts[0]!r}")
 if isinstance(res, (int, float)) and res > 0.01:
     print(f"bench_vs_torch: WARNING: case {case} pair {pair} {side}: {res:.0%} of the files were "
           "in the page cache before the restore", file=sys.stderr)
@@ -326,7 +346,7 @@ PY
 load_start="$(cut -d' ' -f1-3 /proc/loadavg)"
 t_start=$(date +%s)
 echo "bench_vs_torch: commit $commit, $bin_version, torch $torch_version ($py), $ranks ranks," \
-     "$pairs pairs per case, cases: $(IFS=,; echo "${cases[*]}")"
+     "$pairs pairs per case, $reps repetitions per run$( ((reps > 1)) && echo " (times: median of repetitions 2..$reps)"), cases: $(IFS=,; echo "${cases[*]}")"
 echo "  config $config${sets[*]:+, --set ${sets[*]}}"
 echo "  target $work ($(fs_type "$work")), cache $cache between save and restore," \
      "$([[ $can_drop == 1 ]] && echo "sync + drop_caches before every run" ||
@@ -352,7 +372,7 @@ echo "load average (1/5/15 min) at start: $load_start, at end: $(cut -d' ' -f1-3
   "($(nproc) CPUs); $(( $(date +%s) - t_start )) s"
 BVT_COMMIT="$commit" BVT_BINARY="$bin" BVT_BINARY_VERSION="$bin_version" BVT_TORCH="$torch_version" \
 BVT_PYTHON="$py" BVT_CONFIG="$config" BVT_RANKS="$ranks" BVT_PAIRS="$pairs" BVT_TARGET="$work" \
-BVT_CACHE="$cache" BVT_DROP="$can_drop" BVT_OUT="$out" \
+BVT_CACHE="$cache" BVT_DROP="$can_drop" BVT_OUT="$out" BVT_REPS="$reps" \
   python3 - "$tsv" "$json_out" ${sets[@]+"${sets[@]}"} <<'PY'
 import csv, json, os, statistics, sys
 
@@ -401,6 +421,8 @@ for case, phase in order:
         "per_pair": [{"pair": p, "first": v["real"]["first"],
                       "real_s": float(v["real"]["elapsed_s"]),
                       "replay_s": float(v["replay"]["elapsed_s"]), "ratio": x,
+                      "real_first_rep_s": float(v["real"]["first_rep_s"]),
+                      "replay_first_rep_s": float(v["replay"]["first_rep_s"]),
                       "real_report": v["real"]["report"], "replay_report": v["replay"]["report"],
                       "real_bytes": int(v["real"]["bytes"] or 0),
                       "replay_bytes": int(v["replay"]["bytes"] or 0),
@@ -408,6 +430,12 @@ for case, phase in order:
                       "replay_files": int(v["replay"]["files"] or 0)}
                      for (p, v), x in zip(ps, ratios)],
     })
+if E["BVT_REPS"] != "1":
+    print("the first repetition of each run (the process's first save and restore), median ratio "
+          "replay/real: " + "; ".join(
+              f"{s['case']} {s['phase']} " + format(statistics.median(
+                  [q["replay_first_rep_s"] / q["real_first_rep_s"] for q in s["per_pair"]
+                   if q["real_first_rep_s"] > 0] or [float("nan")]), ".2f") for s in summary))
 n_in = sum(s["within"] for s in summary)
 print(f"\ncase x phase with the median ratio in {LO}-{HI}: {n_in}/{len(summary)}; raw data: {tsv}")
 if summary:
@@ -421,6 +449,9 @@ if json_out:
            "binary": E["BVT_BINARY"], "binary_version": E["BVT_BINARY_VERSION"],
            "torch": E["BVT_TORCH"], "python": E["BVT_PYTHON"], "config": E["BVT_CONFIG"],
            "set": sets, "ranks": int(E["BVT_RANKS"]), "pairs": int(E["BVT_PAIRS"]),
+           "repetitions_per_run": int(E["BVT_REPS"]),
+           "run_time": "repetition 1" if E["BVT_REPS"] == "1" else
+                       "median of repetitions 2.." + E["BVT_REPS"],
            "target": E["BVT_TARGET"], "cache": E["BVT_CACHE"],
            "drop_caches_before_each_run": E["BVT_DROP"] == "1", "reports": E["BVT_OUT"],
            "band": [LO, HI], "ratio": "replay elapsed_s / real elapsed_s",
