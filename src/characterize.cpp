@@ -69,7 +69,7 @@ json SampleStats::to_json() const {
   json j = {{"n", n}, {"mean", mean}, {"sd", sd}};
   if (std::isfinite(half_width)) {
     j["half_width"] = half_width;
-    j["low"] = mean - half_width;
+    j["low"] = std::max(0.0, mean - half_width);  // every sample is a rate or a time: >= 0
     j["high"] = mean + half_width;
   } else {
     j["half_width"] = nullptr;

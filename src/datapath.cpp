@@ -87,11 +87,10 @@ void RankDataPath::check(uint32_t file_id, const std::string& path, const Extent
 }
 
 void RankDataPath::run_deferred_checks() {
-  const ShardMemory* mem = defer_into_;
-  defer_into_ = nullptr;  // check() verifies at once now
-  for (const Deferred& d : deferred_) check(d.file_id, *d.path, *d.e, d.pos, d.data, d.n);
-  deferred_.clear();
-  defer_into_ = mem;
+  defer_into_ = loaded_ = nullptr;  // deferring ends: check() verifies at once now
+  std::vector<Deferred> todo;
+  todo.swap(deferred_);
+  for (const Deferred& d : todo) check(d.file_id, *d.path, *d.e, d.pos, d.data, d.n);
 }
 
 void RankDataPath::send(const std::byte* data, uint64_t len, int dest) {

@@ -253,12 +253,7 @@ void run_repetition(RunState& rs, PointRun& pt, int rep) {
     rj["restore"]["needed_bytes"] = pt.prep.reshard->needed_bytes;
     rj["restore"]["rank_bytes"] = restore.rank_bytes;  // per real rank: against plan.restore
   }
-  uint64_t v = dp.bytes_verified(), vsum = 0;
-  {
-    MPI_Request req;
-    MPI_Iallreduce(&v, &vsum, 1, MPI_UINT64_T, MPI_SUM, rs.comm, &req);
-    wait_guarded(req, rs.comm, rs.agree.stall, "at the sum of verified bytes " + where);
-  }
+  const uint64_t vsum = sum_verified(rs, dp.bytes_verified(), where);
   if (pt.prep.nodes.nodes > 1) {
     const auto& nodes = pt.prep.nodes.node_of_rank;
     const auto& names = pt.prep.nodes.names;

@@ -48,8 +48,9 @@ std::string characterize_summary(const nlohmann::json& doc);
 
 // ---- pure helpers (unit-tested) ----
 
-// Mean, standard deviation and the two-sided `confidence` interval of the mean (Student's t) of
-// samples; with one sample the interval is unbounded (half_width = inf).
+// Mean, standard deviation and the two-sided 95 % interval of the mean (Student's t) of
+// non-negative samples (rates, times); with one sample the interval is unbounded (half_width =
+// inf). The interval's low end is clamped at 0: few wide-spread samples would put it below.
 struct SampleStats {
   int n = 0;
   double mean = 0, sd = 0, half_width = 0;

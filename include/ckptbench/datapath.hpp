@@ -59,7 +59,7 @@ class RankDataPath final : public DataPath {
     deferred_.clear();
   }
   bool deferring() const { return defer_into_ != nullptr; }
-  // Runs and forgets the recorded checks; throws IoError as check() does.
+  // Stops deferring, then runs and forgets the recorded checks; throws IoError as check() does.
   void run_deferred_checks();
 
   const Pattern& pattern() const { return p_; }

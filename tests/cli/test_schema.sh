@@ -396,7 +396,7 @@ if char:
                 problems.append(f"{where}: {ph} n/mean/sd do not follow from the samples")
             if n > 1 and n <= len(T975) + 1:
                 hw = T975[n - 2] * sd / math.sqrt(n)
-                if not (close(st["half_width"], hw, 1e-9, 1e-12) and close(st["low"], mean - hw, 1e-9, 1e-12)
+                if not (close(st["half_width"], hw, 1e-9, 1e-12) and close(st["low"], max(0.0, mean - hw), 1e-9, 1e-12)
                         and close(st["high"], mean + hw, 1e-9, 1e-12)):
                     problems.append(f"{where}: {ph} half_width/low/high != t * sd / sqrt(n)")
             elif n == 1 and st["half_width"] is not None:

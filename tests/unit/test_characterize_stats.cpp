@@ -21,6 +21,11 @@ TEST(CharacterizeStats, MeanSdAndStudentInterval) {
   EXPECT_NEAR(j["high"].get<double>(), 12 + s.half_width, 1e-12);
   // Identical samples: a zero-width interval.
   EXPECT_DOUBLE_EQ(sample_stats({5, 5, 5, 5}).half_width, 0);
+  // Two samples far apart: t(1) = 12.706 puts mean - half-width below 0; no rate is negative.
+  const SampleStats wide = sample_stats({0.31, 1.12});
+  EXPECT_LT(wide.mean - wide.half_width, 0);
+  EXPECT_DOUBLE_EQ(wide.to_json()["low"].get<double>(), 0);
+  EXPECT_NEAR(wide.to_json()["high"].get<double>(), wide.mean + wide.half_width, 1e-12);
 }
 
 TEST(CharacterizeStats, OneSampleHasNoInterval) {
