@@ -158,7 +158,8 @@ r_in="$(jq_py "$work/dcp-ok.json" "(lambda r: (r['bytes_verified'], r['restore']
 r_af="$(jq_py "$work/dcp-after.json" "(lambda r: (r['bytes_verified'], r['restore']['verify_inline'], r['restore']['verify_after_s'] > 0, d['config']['verify']))(d['points'][0]['repetitions'][0])")"
 if [ "$code" -eq 0 ] && [ "${r_in%%,*}" = "${r_af%%,*}" ] && [[ "$r_in" == *", True, False)" ]] &&
    [[ "$r_af" == *", False, True, 'after')" ]]; then
-  ok "verify after: the ${r_af%%,*#(} bytes inline verification checks, outside the timed restore"
+  vb="${r_af%%,*}"
+  ok "verify after: the ${vb#(} bytes inline verification checks, outside the timed restore"
 else
   bad "verify after: exit $code, inline $r_in, after $r_af: $(tail -c 400 <<< "$out")"
 fi
