@@ -34,7 +34,9 @@ ratio replay/real (above 1: the replay takes longer), and where the replay's tim
 its steps (steps.<name>.mean, the mean over ranks, median over the repetitions), open_s, io_s,
 sync_s and close_s summed as storage, then the modelled framework work (cpu_s, source_s) and any
 other step the report has; those a report lacks are left out. The real side's steps (io_s, and
-sync_s with realfw.py --fsync) follow. --match does not apply here.
+sync_s with realfw.py --fsync or DCP) follow. On both sides `rest` is the ranks' mean time less
+all their steps: waits at the framework's collectives, and on the real side what realfw.py does
+not split (DCP's planning). --match does not apply here.
 
 Exit status: 0 when the comparison was printed (also when nothing matched), 2 on an unreadable
 file, a document that is not a ckptbench report, reports of different schema_version, or a report
@@ -327,7 +329,8 @@ def ordered_steps(names, first):
 
 def phase_split(point, phase, first, storage=False):
     """{step: median over repetitions of its mean over ranks}, in the order first, then any
-    other step; with storage, storage_s first (the sum of the storage steps per repetition,
+    other step, then rest_s (the ranks' mean time less all their steps, median over
+    repetitions); with storage, storage_s first (the sum of the storage steps per repetition,
     median over repetitions) when the report has any of them."""
     names = step_names(point, phase)
     out = {n: median_or_none(rep_values(point, phase, "steps", n, "mean"))
@@ -337,6 +340,16 @@ def phase_split(point, phase, first, storage=False):
     rank = median_or_none(rep_values(point, phase, "rank_time_s", "mean"))
     if rank is not None:
         out = dict({"rank_mean_s": rank}, **out)
+    # The rank time in no step: waits at the framework's collectives (both sides), and on the
+    # real side what the runner does not split (DCP's planning; docs in scripts/realfw.py).
+    rest = []
+    for r in phase_reps(point, phase):
+        rt = num(get(r, "rank_time_s", "mean"))
+        vals = [num(get(r, "steps", n, "mean")) for n in names]
+        if rt is not None and all(v is not None for v in vals):
+            rest.append(rt - sum(vals))
+    if rest:
+        out["rest_s"] = median_or_none(rest)
     if storage and names & set(STORAGE_STEPS):
         sums = []
         for r in phase_reps(point, phase):
@@ -374,7 +387,9 @@ def pair_points(real_pts, replay_pts):
 
 
 def fmt_s(v):
-    return "-" if v is None else f"{v:.4f}"
+    if v is None:
+        return "-"
+    return f"{0.0 if abs(v) < 5e-5 else v:.4f}"  # no "-0.0000" from a difference of sums
 
 
 def short_step(name):
@@ -428,7 +443,7 @@ def real_vs_replay(paths, docs, want_json):
                "time": "elapsed_s of the phase (slowest rank), median over repetitions",
                "steps": "steps.<name>.mean (mean over ranks), median over repetitions; "
                         "storage_s = open_s + io_s + sync_s + close_s; rank_mean_s = "
-                        "rank_time_s.mean",
+                        "rank_time_s.mean; rest_s = rank_time_s.mean less every step's mean",
                "points": [dict({k: v for k, v in r.items() if k != "phases"}, **r["phases"])
                           for r in rows],
                "unmatched": {"real": [point_label(p) for p in left_real],
@@ -442,7 +457,8 @@ def real_vs_replay(paths, docs, want_json):
           "ratio = replay/real (above 1: the replay takes longer)")
     print("split: each step's mean over ranks, median over the repetitions; rank mean = the "
           "ranks' mean phase time; replay storage = open + io + sync + close, cpu/source = "
-          "modelled framework work; '-': not in the report")
+          "modelled framework work; rest = rank mean less the steps (waits at the framework's "
+          "collectives; real DCP: its planning too); '-': not in the report")
     if not rows:
         print("no matching points: no replay point has the plan (payload, files, file bytes) of "
               "a real point")

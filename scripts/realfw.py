@@ -59,8 +59,14 @@ Report fields measured here (the names mean what they mean in ckptbench, docs/me
   files            number of those files (DCP's .metadata included)
   elapsed_s        max over ranks of the per-rank phase time; bandwidth_GiBps = bytes/2^30/elapsed_s
   rank_time_s, rank_times_s, rank_bytes, straggler_ratio (max/mean over ranks that moved bytes)
-  steps.io_s       torch.save/torch.load calls, or the whole save_state_dict/load_state_dict call
-  steps.sync_s     torch-save --fsync only: the open(O_RDONLY)+fsync+close after each torch.save
+  steps.io_s       torch-save: the torch.save/torch.load calls; dcp save: DCP's _write_item calls
+                   (each item torch.save'd into its file: pickling, CRC-32, writes); dcp restore:
+                   the FileSystemReader's read_metadata and read_data calls (.metadata unpickled,
+                   each item torch.load'ed and copied into the state dict).  The rest of a DCP
+                   phase (rank_time_s less the steps) is DCP's planning and collectives, waits
+                   for the other ranks included, and the coordinator's pickling of Metadata
+  steps.sync_s     torch-save --fsync: the open(O_RDONLY)+fsync+close after each torch.save;
+                   dcp save: DCP's os.fsync calls (each data file, the coordinator's .metadata.tmp)
   rank_files       files each rank wrote (save)
   cache            method, and resident_fraction of the files each rank will read (mmap+mincore
                    of up to 256 files per rank, after the cache step, as ckptbench samples it)
@@ -655,28 +661,78 @@ def torch_load_phase(paths, out):
     return rec
 
 
+class _TimedOs:
+    """The os module as DCP's filesystem module sees it while a save is timed: os.fsync timed
+    into acc["sync"], everything else os's own."""
+
+    def __init__(self, acc):
+        self._acc = acc
+
+    def fsync(self, fd):
+        t0 = time.perf_counter()
+        try:
+            return os.fsync(fd)
+        finally:
+            self._acc["sync"] += time.perf_counter() - t0
+
+    def __getattr__(self, name):
+        return getattr(os, name)
+
+
+def _timed_call(fn, acc, key):
+    def call(*a, **k):
+        t0 = time.perf_counter()
+        try:
+            return fn(*a, **k)
+        finally:
+            acc[key] += time.perf_counter() - t0
+    return call
+
+
 def dcp_save_phase(sd, pointdir, mode):
+    """save_state_dict, split (for the report's steps; the calls made are DCP's own): io = its
+    _write_item calls (each item torch.save'd into the file stream: pickling, CRC-32, writes;
+    filesystem.py in 1.13), sync = its os.fsync calls (each data file, the coordinator's
+    .metadata.tmp). The rest of the phase is DCP's planning, its collectives (waits for the
+    other ranks included) and the coordinator's pickling of Metadata."""
     import torch.distributed._shard.checkpoint as dcp
+    dcp_fs = sys.modules[dcp.FileSystemWriter.__module__]  # where the writer looks them up
+    split = hasattr(dcp_fs, "_write_item") and getattr(dcp_fs, "os", None) is os
 
     def run():
-        writer = dcp.FileSystemWriter(pointdir, single_file_per_rank=(mode == "rank"),
-                                      sync_files=True)
-        dcp.save_state_dict(sd, writer)
-        return {"io": 0.0, "sync": 0.0}
+        acc = {"io": 0.0, "sync": 0.0}
+        if split:
+            write_item = dcp_fs._write_item
+            dcp_fs._write_item = _timed_call(write_item, acc, "io")
+            dcp_fs.os = _TimedOs(acc)
+        try:
+            writer = dcp.FileSystemWriter(pointdir, single_file_per_rank=(mode == "rank"),
+                                          sync_files=True)
+            dcp.save_state_dict(sd, writer)
+        finally:
+            if split:
+                dcp_fs._write_item, dcp_fs.os = write_item, os
+        return acc
     rec = timed(run)
-    rec["io"] = rec["time"]
+    if not split:  # another DCP than 1.13's: the whole call, as before
+        rec["io"] = rec["time"]
     return rec
 
 
 def dcp_load_phase(target_sd, pointdir):
+    """load_state_dict, split: io = the reader's read_metadata and read_data calls (.metadata
+    unpickled; each item torch.load'ed from its file view and copied into the state dict). The
+    rest is DCP's load planning and its collectives (waits included)."""
     import torch.distributed._shard.checkpoint as dcp
 
     def run():
-        dcp.load_state_dict(target_sd, dcp.FileSystemReader(pointdir))
-        return {"io": 0.0, "sync": 0.0}
-    rec = timed(run)
-    rec["io"] = rec["time"]
-    return rec
+        acc = {"io": 0.0, "sync": 0.0}
+        reader = dcp.FileSystemReader(pointdir)
+        reader.read_metadata = _timed_call(reader.read_metadata, acc, "io")
+        reader.read_data = _timed_call(reader.read_data, acc, "io")
+        dcp.load_state_dict(target_sd, reader)
+        return acc
+    return timed(run)
 
 
 def dcp_file_of(pointdir, key):

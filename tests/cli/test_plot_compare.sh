@@ -331,7 +331,8 @@ done
 # REAL: one point, 3 repetitions, save 1/3/2 s (median 2), restore 4 s; steps io_s (+ sync_s in
 # the save). REPLAY: point 1 has another plan, point 2 the real one's (paired on the plan, not
 # the index); save 3 s = open 0.1 + io 1.5 + sync 0.6 + close 0.05 (storage 2.25) + cpu 0.5 +
-# source 0.2, restore 2 s with open, io and close only.
+# source 0.2 (rank mean 3.05: rest 0.1), restore 2 s with open, io and close only; the real save's
+# rank mean less io and sync leaves 0.2 s of rest.
 "$PY" - "$work" <<'EOF'
 import json, sys
 work = sys.argv[1]
@@ -346,7 +347,7 @@ real = {"schema_version": 1, "status": "ok",
         "points": [{"index": 1, "params": {}, "status": "ok", "plan": plan,
                     "config": {"layout": "aggregated-rank"},
                     "repetitions": [{"repetition": k + 1,
-                                     "save": ph(s, s - 0.5, io_s=s - 0.7, sync_s=0.2),
+                                     "save": ph(s, s - 0.5, io_s=s - 0.9, sync_s=0.2),
                                      "restore": ph(4.0, 3.5, io_s=3.5)}
                                     for k, s in enumerate((1.0, 3.0, 2.0))]}]}
 replay = {"schema_version": 1, "status": "ok", "tool": {"name": "ckptbench", "version": "0.1.0"},
@@ -354,7 +355,7 @@ replay = {"schema_version": 1, "status": "ok", "tool": {"name": "ckptbench", "ve
                       "plan": dict(plan, payload_bytes=1000 * i),
                       "config": {"layout": "aggregated-rank", "backend": "posix"},
                       "repetitions": [{"repetition": 1,
-                                       "save": ph(3.0, 2.9, open_s=0.1, io_s=1.5, sync_s=0.6,
+                                       "save": ph(3.0, 3.05, open_s=0.1, io_s=1.5, sync_s=0.6,
                                                   close_s=0.05, cpu_s=0.5, source_s=0.2),
                                        "restore": ph(2.0, 1.8, open_s=0.25, io_s=1.5,
                                                      close_s=0.05)}]} for i in (2, 1)]}
@@ -375,13 +376,13 @@ got = (p["replay_index"], p["matched_on"],
              {k: r(v) for k, v in p[ph]["real_steps"].items()}) for ph in ("save", "restore")})
 want = (1, "plan", {
     "save": (2.0, 3.0, 1.5, 3, 1,
-             {"rank_mean_s": 2.9, "storage_s": 2.25, "open_s": 0.1, "io_s": 1.5, "sync_s": 0.6,
-              "close_s": 0.05, "cpu_s": 0.5, "source_s": 0.2},
-             {"rank_mean_s": 1.5, "io_s": 1.3, "sync_s": 0.2}),
+             {"rank_mean_s": 3.05, "storage_s": 2.25, "open_s": 0.1, "io_s": 1.5, "sync_s": 0.6,
+              "close_s": 0.05, "cpu_s": 0.5, "source_s": 0.2, "rest_s": 0.1},
+             {"rank_mean_s": 1.5, "io_s": 1.1, "sync_s": 0.2, "rest_s": 0.2}),
     "restore": (4.0, 2.0, 0.5, 3, 1,
                 {"rank_mean_s": 1.8, "storage_s": 1.8, "open_s": 0.25, "io_s": 1.5,
-                 "close_s": 0.05},
-                {"rank_mean_s": 3.5, "io_s": 3.5})})
+                 "close_s": 0.05, "rest_s": 0.0},
+                {"rank_mean_s": 3.5, "io_s": 3.5, "rest_s": 0.0})})
 assert got == want, f"got {got}"
 assert d["unmatched"] == {"real": [], "replay": ["posix aggregated-rank"]}, d["unmatched"]
 print("real vs replay ok")
@@ -391,17 +392,18 @@ for order in "real.json replay.json" "replay.json real.json"; do
   out="$("$PY" "$SRC/scripts/compare.py" "$work/$first" "$work/$second" --json 2>&1)"; code=$?
   check="$("$PY" "$work/rvr.py" <<< "$out" 2>&1)"
   if [ "$code" -eq 0 ] && [ "$check" = "real vs replay ok" ]; then
-    ok "compare.py $first $second: real vs replay paired on the plan, ratio 1.500/0.500, storage 2.25 = open+io+sync+close, cpu, source, real io/sync"
+    ok "compare.py $first $second: real vs replay paired on the plan, ratio 1.500/0.500, storage 2.25 = open+io+sync+close, cpu, source, rest, real io/sync/rest"
   else bad "compare.py $first $second (real vs replay): exit $code: $check / $out"; fi
 done
 out="$("$PY" "$SRC/scripts/compare.py" "$work/replay.json" "$work/real.json" --match config 2>&1)"; code=$?
 if [ "$code" -eq 0 ] && grep -q '^real:   real.json: ckptbench-realfw 0.1.0 \[torch.save 1.13.1, fsync per file\]' <<< "$out" &&
    grep -qE '^  save +2\.0000 +3\.0000 +1\.500 +3/1$' <<< "$out" &&
    grep -qE '^  restore +4\.0000 +2\.0000 +0\.500 +3/1$' <<< "$out" &&
-   grep -qE '^  phase +rank mean +storage +open +io +sync +close +cpu +source$' <<< "$out" &&
-   grep -qE '^  save +2\.9000 +2\.2500 +0\.1000 +1\.5000 +0\.6000 +0\.0500 +0\.5000 +0\.2000$' <<< "$out" &&
-   grep -qE '^  restore +1\.8000 +1\.8000 +0\.2500 +1\.5000 +- +0\.0500 +- +-$' <<< "$out" &&
-   grep -qE '^  phase +rank mean +io +sync$' <<< "$out" &&
+   grep -qE '^  phase +rank mean +storage +open +io +sync +close +cpu +source +rest$' <<< "$out" &&
+   grep -qE '^  save +3\.0500 +2\.2500 +0\.1000 +1\.5000 +0\.6000 +0\.0500 +0\.5000 +0\.2000 +0\.1000$' <<< "$out" &&
+   grep -qE '^  restore +1\.8000 +1\.8000 +0\.2500 +1\.5000 +- +0\.0500 +- +- +0\.0000$' <<< "$out" &&
+   grep -qE '^  phase +rank mean +io +sync +rest$' <<< "$out" &&
+   grep -qE '^  save +1\.5000 +1\.1000 +0\.2000 +0\.2000$' <<< "$out" &&
    grep -q 'note: --match config is not used for real against replay' <<< "$out" &&
    grep -q '^replay points with no match: posix aggregated-rank' <<< "$out" &&
    ! grep -qi "welch\|significant" <<< "$out"; then
