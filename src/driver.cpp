@@ -111,11 +111,13 @@ class Driver {
         sync_(plan_sync(ctx.cfg->sync, save_, order_.size(), budget_)) {}
 
   // A plan with commit records (FileSpec::commit, DCP's .metadata) runs in stages with the
-  // framework's collectives between them. Restore: the commit records, meet (load_state_dict's
-  // reduce_scatter of the plans), the data files. Save: the data files, meet (save_state_dict's
-  // all_reduce gathers every rank's results), the writer writes the commit records, meet (the
-  // all_reduce's broadcast). A rank that fails still meets the others and says so: they stop
-  // with PeerLeftError instead of waiting for it.
+  // framework's collectives between them (state_dict_saver.py and state_dict_loader.py in 1.13).
+  // Restore: the commit records, meet (load_state_dict's reduce_scatter of the plans), the data
+  // files, meet (its all_gather of the read results). Save: meet (save_state_dict's
+  // reduce_scatter of the plans), the data files, meet (its all_reduce gathers every rank's
+  // results), the writer writes the commit records, meet (the all_reduce's broadcast). A rank
+  // that fails still meets the others and says so: they stop with PeerLeftError instead of
+  // waiting for it.
   void run() {
     be_.begin(ctx_);  // throwing, the caller attends the meetings (attend_missed_meetings)
     std::exception_ptr err;
@@ -134,6 +136,8 @@ class Driver {
     if (!save_) {
       stage([&] { read_commits(); });
       meet("after reading the commit records", err);
+    } else {
+      meet("before writing the data files", err);
     }
     stage([&] {
       if (save_ && ctx_.plan != nullptr && ctx_.plan->any_shared) precreate();
@@ -147,6 +151,8 @@ class Driver {
       meet("before writing the commit records", err);
       stage([&] { write_commits(); });
       meet("after writing the commit records", err);
+    } else {
+      meet("after reading the data files", err);
     }
     be_.end(ctx_);
     if (err) std::rethrow_exception(err);
@@ -421,9 +427,9 @@ class Driver {
     if (!meet_) return;
     const bool any = framework_meeting(ctx_, err != nullptr, where);
     if (any && !err)
-      err = std::make_exception_ptr(
-          PeerLeftError(std::string("another rank failed before the framework's collective ") +
-                        where + " (commit records are written only when every rank succeeded)"));
+      err = std::make_exception_ptr(PeerLeftError(
+          std::string("another rank failed before the framework's collective ") + where +
+          (save_ ? " (commit records are written only when every rank succeeded)" : "")));
   }
 
   int dir_fd(DirFd& hold) const {
@@ -585,7 +591,7 @@ bool framework_meeting(PhaseContext& ctx, bool failed, const char* where) {
 
 int framework_meetings(const PhaseContext& ctx) {
   if (ctx.plan == nullptr || !ctx.plan->commit) return 0;
-  return ctx.phase == Phase::save ? 2 : 1;
+  return ctx.phase == Phase::save ? 3 : 2;
 }
 
 void attend_missed_meetings(PhaseContext& ctx, bool failed) noexcept {

@@ -25,9 +25,10 @@ std::vector<size_t> files_in_id_order(const std::vector<FileSpec>& files);
 // Those of them that are (commit true) or are not (false) commit records (FileSpec::commit).
 std::vector<size_t> files_in_id_order(const std::vector<FileSpec>& files, bool commit);
 
-// The framework's collectives inside a phase (DCP's commit, FileSpec::commit): a plan with commit
-// records meets twice on save (before and after the commit records) and once on restore (after
-// them), on ctx.framework_comm. framework_meeting: one of them, this rank saying whether it
+// The framework's collectives inside a phase (DCP's planning and commit, FileSpec::commit): a
+// plan with commit records meets three times on save (before the data files, before and after
+// the commit records) and twice on restore (after the commit records, after the data files), on
+// ctx.framework_comm. framework_meeting: one of them, this rank saying whether it
 // failed; true when any rank did. framework_meetings: how many the phase has.
 // attend_missed_meetings: a rank that failed before or inside the driver attends the ones it has
 // not yet, saying it failed, so its peers stop at once instead of waiting for the stall guard.
