@@ -327,6 +327,12 @@ def ordered_steps(names, first):
     return [s for s in first if s in names] + sorted(n for n in names if n not in first)
 
 
+def step_sum(rep, names):
+    """The sum of the steps' means over ranks in one repetition's phase; None if one lacks it."""
+    vals = [num(get(rep, "steps", n, "mean")) for n in names]
+    return None if any(v is None for v in vals) else sum(vals)
+
+
 def phase_split(point, phase, first, storage=False):
     """{step: median over repetitions of its mean over ranks}, in the order first, then any
     other step, then rest_s (the ranks' mean time less all their steps, median over
@@ -344,19 +350,15 @@ def phase_split(point, phase, first, storage=False):
     # real side what the runner does not split (DCP's planning; docs in scripts/realfw.py).
     rest = []
     for r in phase_reps(point, phase):
-        rt = num(get(r, "rank_time_s", "mean"))
-        vals = [num(get(r, "steps", n, "mean")) for n in names]
-        if rt is not None and all(v is not None for v in vals):
-            rest.append(rt - sum(vals))
+        rt, steps = num(get(r, "rank_time_s", "mean")), step_sum(r, names)
+        if rt is not None and steps is not None:
+            rest.append(rt - steps)
     if rest:
         out["rest_s"] = median_or_none(rest)
     if storage and names & set(STORAGE_STEPS):
-        sums = []
-        for r in phase_reps(point, phase):
-            vals = [num(get(r, "steps", n, "mean")) for n in STORAGE_STEPS if n in names]
-            if all(v is not None for v in vals):
-                sums.append(sum(vals))
-        out = dict({"storage_s": median_or_none(sums)}, **out)
+        sums = [step_sum(r, [n for n in STORAGE_STEPS if n in names])
+                for r in phase_reps(point, phase)]
+        out = dict({"storage_s": median_or_none([v for v in sums if v is not None])}, **out)
         if "rank_mean_s" in out:  # the rank time first
             out = dict({"rank_mean_s": out.pop("rank_mean_s")}, **out)
     return out

@@ -661,25 +661,8 @@ def torch_load_phase(paths, out):
     return rec
 
 
-class _TimedOs:
-    """The os module as DCP's filesystem module sees it while a save is timed: os.fsync timed
-    into acc["sync"], everything else os's own."""
-
-    def __init__(self, acc):
-        self._acc = acc
-
-    def fsync(self, fd):
-        t0 = time.perf_counter()
-        try:
-            return os.fsync(fd)
-        finally:
-            self._acc["sync"] += time.perf_counter() - t0
-
-    def __getattr__(self, name):
-        return getattr(os, name)
-
-
 def _timed_call(fn, acc, key):
+    """fn, its time added to acc[key] on every call."""
     def call(*a, **k):
         t0 = time.perf_counter()
         try:
@@ -687,6 +670,17 @@ def _timed_call(fn, acc, key):
         finally:
             acc[key] += time.perf_counter() - t0
     return call
+
+
+class _TimedOs:
+    """The os module as DCP's filesystem module sees it while a save is timed: os.fsync timed
+    into acc["sync"], everything else os's own."""
+
+    def __init__(self, acc):
+        self.fsync = _timed_call(os.fsync, acc, "sync")
+
+    def __getattr__(self, name):  # only for names not set on the instance
+        return getattr(os, name)
 
 
 def dcp_save_phase(sd, pointdir, mode):
