@@ -7,10 +7,30 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "ckptbench/agreement.hpp"
 #include "ckptbench/error.hpp"
 #include "ckptbench/fs.hpp"
+#include "ckptbench/jsonread.hpp"
 
 namespace ckpt {
+
+void agree_on_step(MPI_Comm comm, const std::exception_ptr& err, const std::string& what) {
+  if (comm != MPI_COMM_SELF) {
+    int me = err ? 1 : 0, any = 0;
+    MPI_Allreduce(&me, &any, 1, MPI_INT, MPI_MAX, comm);
+    if (!err && any) throw PeerLeftError(what + " (this rank stopped with it)");
+  }
+  if (err) std::rethrow_exception(err);
+}
+
+std::exception_ptr error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (...) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
 
 int open_plan_file(const PhaseContext& ctx, const FileSpec& f, int flags, const char* what) {
   DirFd tmp;
@@ -19,22 +39,51 @@ int open_plan_file(const PhaseContext& ctx, const FileSpec& f, int flags, const 
     tmp = DirFd(ctx.dir);
     dirfd = tmp.get();
   }
-  int fd = open_beneath(dirfd, f.path, flags);
+  // An existing file is opened without blocking (a FIFO put in place of a saved file would
+  // block a plain open until the stall guard), and only a regular file is used.
+  const bool existing = (flags & O_CREAT) == 0;
+  int fd = open_beneath(dirfd, f.path, flags | (existing ? O_NONBLOCK | O_NOCTTY : 0));
   if (fd < 0)
     throw IoError(std::string(what) + " '" + ctx.dir + "/" + f.path + "': " + beneath_error(-fd));
+  if (existing) {
+    struct stat st;
+    int err = 0;
+    std::string why;
+    if (::fstat(fd, &st) != 0)
+      err = errno;
+    else if (!S_ISREG(st.st_mode))
+      why = file_kind_text(st.st_mode);
+    const int fl = err || !why.empty() ? 0 : ::fcntl(fd, F_GETFL);
+    if (fl < 0 || (fl != 0 && ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0)) err = errno;
+    if (err || !why.empty()) {
+      ::close(fd);
+      throw IoError(std::string(what) + " '" + ctx.dir + "/" + f.path + "': " +
+                    (err ? errno_text(err)
+                         : "is " + why + ", not a regular file (replaced since the save?)"));
+    }
+  }
   return fd;
+}
+
+void check_saved_file(const PhaseContext& ctx, const FileSpec& f) {
+  struct stat st;
+  const std::string path = ctx.dir + "/" + f.path;
+  if (::lstat(path.c_str(), &st) != 0 && errno == ENOENT) return;
+  ::close(open_plan_file(ctx, f, O_RDONLY, "open"));
 }
 
 void pio_all(int fd, bool write, std::byte* buf, uint64_t off, uint64_t len,
              const std::string& path, PhaseRecorder* rec) {
   uint64_t done = 0;
+  int again = 0;  // EAGAIN in a row: retried, as io_uring's path does, a bounded number of times
   while (done < len) {
     if (rec != nullptr) rec->count(Counter::submit_calls);
     ssize_t n = write ? ::pwrite(fd, buf + done, len - done, static_cast<off_t>(off + done))
                       : ::pread(fd, buf + done, len - done, static_cast<off_t>(off + done));
     if (n < 0) {
-      if (errno == EINTR) {
+      if (errno == EINTR || (errno == EAGAIN && ++again <= 1000)) {
         if (rec != nullptr) rec->count(Counter::retries);
+        if (errno == EAGAIN) ::usleep(1000);
         continue;
       }
       throw_errno(std::string(write ? "write" : "read") + " '" + path + "' offset " +
@@ -48,6 +97,7 @@ void pio_all(int fd, bool write, std::byte* buf, uint64_t off, uint64_t len,
     if (rec != nullptr && static_cast<uint64_t>(n) < len - done)
       rec->count(Counter::short_transfers);
     done += static_cast<uint64_t>(n);
+    again = 0;
   }
 }
 
@@ -118,6 +168,14 @@ const std::vector<BackendFactory>& backend_registry() {
   static const std::vector<BackendFactory> r = {posix_backend(), uring_backend(), mpiio_backend(),
                                                 hdf5_backend()};
   return r;
+}
+
+void shutdown_backends() noexcept {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  for (const auto& b : backend_registry())
+    if (b.shutdown) b.shutdown();
 }
 
 const BackendFactory& find_backend(const std::string& name) {

@@ -13,6 +13,8 @@
 // computed by every rank from what rank 0 broadcasts, so all ranks walk the same search.
 #include "ckptbench/characterize.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -147,6 +149,13 @@ double stage_share(const std::string& s) {
   return it == w.end() ? 0 : it->second;
 }
 
+// "0.2 min" / "10 min": a budget as given.
+std::string fmt_minutes(double seconds) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%g min", seconds / 60);
+  return b;
+}
+
 // A size as a config takes it: "64K", "4M", "1G", or the byte count.
 std::string size_label(uint64_t b) {
   for (const auto& [unit, n] : {std::pair<const char*, uint64_t>{"G", uint64_t{1} << 30},
@@ -220,6 +229,13 @@ std::string settings_text(const json& s) {
   return out;
 }
 
+// A probe's I/O failed (or its target went away): thrown on every rank at once (the outcome is
+// broadcast), so the search ends without MPI_Abort.
+class ProbeFailed : public IoError {
+ public:
+  using IoError::IoError;
+};
+
 class Characterizer {
  public:
   Characterizer(const CharacterizeOptions& opt, MPI_Comm comm) : opt_(opt), comm_(comm) {
@@ -227,6 +243,9 @@ class Characterizer {
     MPI_Comm_size(comm_, &size_);
   }
   CharacterizeResult run();
+  // The search ended on a failed probe (ProbeFailed, every rank): the report says so, status
+  // "failed", with what was measured before; exit 1.
+  CharacterizeResult failed(const std::string& why);
   // Rank 0: removes the work directory (the probes' leftovers, if any).
   void cleanup() {
     if (rank_ != 0 || work_.empty()) return;
@@ -262,8 +281,10 @@ class Characterizer {
   json env_;
   json stage_log_ = json::object();
   bool stopped_ = false;  // interrupted
+  std::vector<std::string> failed_probes_;
 
   double now() const { return now_s() - t_start_; }
+  bool over_budget() const;  // collective: rank 0's clock is past the budget
   bool wants(const std::string& s) const {
     return std::find(stages_.begin(), stages_.end(), s) != stages_.end();
   }
@@ -369,9 +390,27 @@ json Characterizer::run_once(const json& doc, MPI_Comm sub, std::string* err, in
   return nullptr;
 }
 
+bool Characterizer::over_budget() const {
+  double t = now();
+  MPI_Bcast(&t, 1, MPI_DOUBLE, 0, comm_);  // rank 0's clock decides for every rank
+  return t >= opt_.budget_s;
+}
+
 Probe& Characterizer::measure(Probe p, const std::string& stage, int min_reps) {
   p.stage = stage;
   if (min_reps <= 0) min_reps = opt_.min_reps;
+  // The budget bounds the command: once it is spent no probe starts (the calibration excepted,
+  // which sizes the others); what was not measured is said so in the findings.
+  if (stage != "calibrate" && over_budget()) {
+    p.status = "skipped";
+    p.stop = "budget";
+    p.reason = "the budget (" + fmt_minutes(opt_.budget_s) + ") was spent before this probe";
+    if (rank_ == 0 && !opt_.quiet)
+      std::printf("characterize: %-14s %s: skipped: %s\n", stage.c_str(),
+                  settings_text(p.settings).c_str(), p.reason.c_str());
+    probes_.push_back(std::move(p));
+    return probes_.back();
+  }
   // Members: ranks that run this probe (rank 0 always among them).
   bool member = true;
   if (p.members == "rank0") {
@@ -426,6 +465,8 @@ Probe& Characterizer::measure(Probe p, const std::string& stage, int min_reps) {
         }
         out["t"] = now();
         out["stop"] = stop_signal();
+        struct stat wst;
+        out["work_gone"] = ::lstat(work_.c_str(), &wst) != 0 || !S_ISDIR(wst.st_mode);
       }
     }
     out = bcast_json(out, 0, comm_);
@@ -437,6 +478,19 @@ Probe& Characterizer::measure(Probe p, const std::string& stage, int min_reps) {
       if (rank_ == 0 && !opt_.quiet)
         std::printf("characterize: %-14s %s: %s: %s\n", stage.c_str(), label.c_str(),
                     p.status.c_str(), text_excerpt(p.reason, 300).c_str());
+      // A probe that failed its I/O, or a work directory gone (the target removed), ends the
+      // search: findings from the probes that ran before would describe another file system.
+      // (A probe refused as a combination this target does not take is skipped.) Every rank
+      // knows it from the broadcast and throws together; run_characterize reports it.
+      if (!stopped_ && (code == 1 || out.value("work_gone", false))) {
+        failed_probes_.push_back(stage + " " + label);
+        throw ProbeFailed("the probe " + stage + " " + label + " failed" +
+                          (out.value("work_gone", false)
+                               ? " and the work directory '" + work_ +
+                                     "' is gone (the target was removed or replaced)"
+                               : std::string()) +
+                          ": " + text_excerpt(p.reason, 1000));
+      }
       break;
     }
     for (const auto& v : out["save"]) p.save.push_back(v.get<double>());
@@ -618,6 +672,11 @@ CharacterizeResult Characterizer::run() {
     try {
       if (!opt_.output.empty()) check_output_path(opt_.output);
       if (!opt_.recommend_path.empty()) check_output_path(opt_.recommend_path, "--recommend");
+      if (!opt_.recommend_path.empty() && !opt_.output.empty() &&
+          absolute_path(opt_.recommend_path) == absolute_path(opt_.output))
+        throw ConfigError("--recommend '" + opt_.recommend_path +
+                          "' is the same file as --output '" + opt_.output +
+                          "': the report would replace the recommended config");
       check_target(target, opt_.force);
       target_created_ = !std::filesystem::exists(target);
       make_dirs(target);
@@ -660,8 +719,15 @@ CharacterizeResult Characterizer::run() {
     Parallelism par = resolve_parallelism(p.parallelism, 1, m);
     state_bytes_ = make_plan(plan_input(p, m, par, 4096, 1, {0})).stats.payload_bytes;
   }
-  // What one probe may occupy: a third of the free space, over the ranks.
-  const uint64_t space_cap = fs_.free_bytes / 3 / static_cast<uint64_t>(size_);
+  // What one probe may occupy: a third of the free space over the ranks, after the margin a run
+  // keeps (its free-space check: 5 % and 64 MiB), so that no probe is refused for space.
+  constexpr uint64_t kMinProbe = uint64_t{4} << 20;
+  if (opt_.probe_bytes > 0 && opt_.probe_bytes < kMinProbe)
+    throw ConfigError("--probe-size: " + format_bytes(opt_.probe_bytes) +
+                      " per rank is below the smallest probe, 4 MiB (allowed: 4M and up)");
+  const uint64_t margin = (uint64_t{64} << 20) + fs_.free_bytes / 20;
+  const uint64_t usable = fs_.free_bytes > margin ? fs_.free_bytes - margin : 0;
+  const uint64_t space_cap = usable / 3 / static_cast<uint64_t>(size_);
   const uint64_t max_probe =
       std::min<uint64_t>(uint64_t{8} << 30, state_bytes_ / static_cast<uint64_t>(size_));
   probe_bytes_ = opt_.probe_bytes > 0 ? opt_.probe_bytes : uint64_t{256} << 20;
@@ -670,9 +736,11 @@ CharacterizeResult Characterizer::run() {
                       " per rank is more than " + format_bytes(std::min(space_cap, max_probe)) +
                       " (a third of the free space over the ranks, and the probe model's share)");
   probe_bytes_ = std::min({probe_bytes_, space_cap, max_probe});
-  if (probe_bytes_ < (uint64_t{4} << 20))
+  if (probe_bytes_ < kMinProbe)
     throw ConfigError("target '" + target + "': " + format_bytes(fs_.free_bytes) +
-                      " free is too little to characterise it (a probe needs 4 MiB per rank)");
+                      " free is too little to characterise it with " + std::to_string(size_) +
+                      " rank(s) (a probe needs 4 MiB per rank, three times over, plus a run's "
+                      "64 MiB margin)");
 
   // ---- calibrate: the probe size that makes one save last about budget/300 s ----
   {
@@ -681,7 +749,8 @@ CharacterizeResult Characterizer::run() {
         {"backend", "posix"}, {"direct", false}, {"block_size", "1M"}, {"queue_depth", 1}};
     deadline_["calibrate"] = 0;  // one repetition suffices to size the probes
     Probe& cp = measure(c, "calibrate", 1);
-    if (!cp.ok()) throw IoError("the first probe (posix, 1 MiB, buffered) failed: " + cp.reason);
+    if (!cp.ok())
+      throw ProbeFailed("the first probe (posix, 1 MiB, buffered) was refused: " + cp.reason);
     if (opt_.probe_bytes == 0) {
       const double want_s = std::clamp(opt_.budget_s / 300, 0.25, 4.0);
       const double got_s = std::max(1e-3, median_of(cp.save_s).value_or(1));
@@ -691,7 +760,14 @@ CharacterizeResult Characterizer::run() {
     }
   }
   // ---- the search ----
-  const bool odirect = supports_odirect(work_);
+  // Rank 0 probes (one probe file; every rank creating the same name would collide) and says.
+  int odirect_i = 0;
+  if (rank_ == 0) try {
+      odirect_i = supports_odirect(work_) ? 1 : 0;
+    } catch (const std::exception&) {  // a path too long for the probe: as if refused
+    }
+  MPI_Bcast(&odirect_i, 1, MPI_INT, 0, comm_);
+  const bool odirect = odirect_i != 0;
   if (wants("backend")) {
     for (const auto& b : backends_)
       for (bool d : {false, true}) {
@@ -728,7 +804,7 @@ CharacterizeResult Characterizer::run() {
     if (!b) b = best_all();
     return b ? data_path_of(*b) : json();
   };
-  if (best_setting().is_null()) throw IoError("no probe finished; see the points' errors");
+  if (best_setting().is_null()) throw ProbeFailed("no probe finished; see the points' errors");
   // Transfer size.
   std::vector<uint64_t> sizes_done;
   if (wants("transfer_size") && !stopped_) {
@@ -873,7 +949,9 @@ CharacterizeResult Characterizer::run() {
   json md = json::object();
   std::vector<double> creates, opens, stats, unlinks, fsyncs;
   int md_files = 0;
-  if (wants("metadata") && !stopped_) {
+  if (wants("metadata") && !stopped_ && over_budget()) {
+    md["skipped"] = "the budget (" + fmt_minutes(opt_.budget_s) + ") was spent before this stage";
+  } else if (wants("metadata") && !stopped_) {
     int n = 64;
     try {
       for (int it = 0; it < opt_.max_reps && !stopped_; it++) {
@@ -893,6 +971,7 @@ CharacterizeResult Characterizer::run() {
         const int k = static_cast<int>(creates.size());
         if (k >= opt_.min_reps && sample_stats(creates).rel_half_width() <= opt_.ci_width) break;
         if (k >= opt_.min_reps && t >= deadline_["metadata"]) break;
+        if (t >= opt_.budget_s) break;  // the budget bounds the command (one sample at least)
       }
     } catch (const IoError& e) {
       md["error"] = e.what();
@@ -1301,6 +1380,7 @@ json Characterizer::validate(json doc, double pred_save, double pred_restore, in
   json check, refpt;  // the merged points (rank 0)
   std::string error;
   for (int i = 0; i < kReps && error.empty() && !stopped_; i++) {
+    if (i > 0 && over_budget()) break;  // one check at least; more while the budget lasts
     for (const json* d : {&doc, &rdoc}) {
       if (d->is_null()) continue;
       std::string err;
@@ -1455,12 +1535,29 @@ CharacterizeResult Characterizer::finish(const json& chosen, const json& md) {
   return res;
 }
 
+CharacterizeResult Characterizer::failed(const std::string& why) {
+  CharacterizeResult res;
+  json ch = header_json();
+  ch["elapsed_s"] = now();
+  ch["failed_probes"] = failed_probes_;
+  if (rank_ == 0) {
+    res.doc = report_doc("failed", ch);
+    res.doc["error"] = why + "; the search ended there (no findings from a partial search)";
+  }
+  res.exit_code = 1;
+  res.error = why;
+  return res;
+}
+
 CharacterizeResult run_characterize(const CharacterizeOptions& opt, MPI_Comm comm) {
   Characterizer c(opt, comm);
   try {
     CharacterizeResult r = c.run();
     c.cleanup();
     return r;
+  } catch (const ProbeFailed& e) {  // thrown on every rank together
+    c.cleanup();
+    return c.failed(e.what());
   } catch (...) {
     c.cleanup();
     throw;
@@ -1506,6 +1603,10 @@ std::string path_text(const json& s) {
 
 std::string characterize_summary(const json& doc) {
   const json& ch = doc["characterization"];
+  if (doc.value("status", std::string()) == "failed")  // no findings from a partial search
+    return "No findings: the search failed (" +
+           std::to_string(doc.value("points", json::array()).size()) +
+           " probe(s) measured before it ended, in the report).\n";
   const json& f = ch["findings"];
   std::string o;
   auto line = [&](const char* what, const std::string& text) {

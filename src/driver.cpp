@@ -196,17 +196,21 @@ class Driver {
   // Shared files: every creator creates (and preallocates) its files before anyone opens one.
   void precreate() {
     const double t0 = now_s();
-    for (size_t i : order_) {
-      if (!files_[i].create) continue;
-      int fd = create(i);
-      if (held_ < budget_ / 2) {
-        st_[i].created_fd = fd;
-        held_++;
-      } else if (::close(fd) != 0) {
-        throw_errno("close '" + path(i) + "'", errno);
+    std::exception_ptr err = error_of([&] {
+      for (size_t i : order_) {
+        if (!files_[i].create) continue;
+        int fd = create(i);
+        if (held_ < budget_ / 2) {
+          st_[i].created_fd = fd;
+          held_++;
+        } else if (::close(fd) != 0) {
+          throw_errno("close '" + path(i) + "'", errno);
+        }
       }
-    }
-    MPI_Barrier(ctx_.comm);
+    });
+    // The barrier after the creations, which every rank also learns a creator's failure from
+    // (a full disk refusing the preallocation): nobody goes on to open a file that is not there.
+    agree_on_step(ctx_.comm, err, "another rank failed to create the shared files");
     rec_.add_time(Step::open, now_s() - t0);
   }
 

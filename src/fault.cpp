@@ -1,6 +1,8 @@
 // The CKPT_FAULT_INJECT test hook (docs/reliability.md "Fault injection").
 #include "ckptbench/fault.hpp"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -64,7 +66,7 @@ bool fault_stop_requested(int point, int rep, const char* phase, int rank) {
          matches(kv, point, rep, phase, rank);
 }
 
-// Test hook between save and restore ("phase=between,action=delete|truncate|corrupt"): damages
+// Test hook between save and restore ("phase=between,action=delete|truncate|corrupt|fifo"): damages
 // this rank's first file the way a failing file system or a careless user would.
 void damage_between_phases(const RankIo& io, const std::string& dir) {
   auto kv = fault_spec();
@@ -76,6 +78,9 @@ void damage_between_phases(const RankIo& io, const std::string& dir) {
     std::filesystem::remove(path, ec);
   } else if (kv["action"] == "truncate") {
     std::filesystem::resize_file(path, f.extents.back().offset, ec);
+  } else if (kv["action"] == "fifo") {  // swapped for a FIFO, which a plain open would block on
+    std::filesystem::remove(path, ec);
+    ::mkfifo(path.c_str(), 0644);
   } else if (kv["action"] == "corrupt") {
     const Extent& e = f.extents.front();
     std::fstream fs(path, std::ios::in | std::ios::out | std::ios::binary);

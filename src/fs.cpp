@@ -1,5 +1,6 @@
 #include "ckptbench/fs.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <pwd.h>
@@ -205,17 +206,26 @@ std::string absolute_path(const std::string& p) {
 }
 
 namespace {
+// The refusal of an entry at a lock's path that is not a lock file ckptbench wrote.
+ConfigError not_a_lock(const std::string& what, const std::string& path, const std::string& bad) {
+  return ConfigError(what + ": '" + path + "' is " + bad +
+                     ", not a lock file ckptbench wrote; nothing was read from it. Remove it if "
+                     "no ckptbench run uses this path, or use another one");
+}
+
 // True when all the directory holds is what a dead run of this host left: its lock file and the
 // run directory that lock names (removed when the lock is taken over, make_run_dir).
 bool only_dead_run_left(const std::string& dir) {
   LockFile::Holder h;
-  if (!LockFile::read_holder(dir + "/.ckptbench.lock", h) || !h.dead) return false;
+  if (!LockFile::read_holder(dir + "/.ckptbench.lock", h) || !h.bad.empty() || !h.dead)
+    return false;
   std::error_code ec;
   for (const auto& e : fsys::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     if (name == ".ckptbench.lock") continue;
-    if (!h.keep && !h.run_dir.empty() && name == h.run_dir && e.is_directory(ec) &&
-        !e.is_symlink(ec))
+    // The dead run's own directory (vouched for by its marker), which the take-over removes.
+    if (!h.keep && !h.run_dir.empty() && name == h.run_dir &&
+        run_marker_mismatch(dir + "/" + name, h.identity()).empty())
       continue;
     return false;
   }
@@ -307,7 +317,10 @@ void check_target(const std::string& target, bool force) {
     bool empty = fsys::is_empty(abs, ec);
     if (ec) throw ConfigError("target '" + target + "': cannot list (" + ec.message() + ")");
     LockFile::Holder h;
-    if (!empty && !force && LockFile::read_holder(abs + "/.ckptbench.lock", h) && !h.dead)
+    const bool locked = !empty && LockFile::read_holder(abs + "/.ckptbench.lock", h);
+    if (locked && !h.bad.empty())
+      throw not_a_lock("target '" + target + "'", abs + "/.ckptbench.lock", h.bad);
+    if (locked && !force && !h.dead)
       throw ConfigError("target '" + target + "' is in use by another ckptbench run (host " +
                         h.host + ", pid " + std::to_string(h.pid) + ", started " + h.when +
                         "); wait for it to end, or use another one");
@@ -328,11 +341,68 @@ void LockFile::release() {
   if (path_.empty()) return;
   ::unlink(path_.c_str());
   path_.clear();
+  identity_.clear();
+}
+
+std::string LockFile::Holder::identity() const {
+  return host + " " + std::to_string(pid) + " " + when;
+}
+
+std::string read_own_small_file(const std::string& path, size_t limit, std::string& text) {
+  text.clear();
+  struct stat lst;
+  if (::lstat(path.c_str(), &lst) != 0)
+    return errno == ENOENT ? "missing" : "not examinable (" + errno_text(errno) + ")";
+  if (S_ISLNK(lst.st_mode)) return "a symbolic link";
+  if (!S_ISREG(lst.st_mode)) return file_kind_text(lst.st_mode);  // never opened: no side effect
+  // O_NONBLOCK: a FIFO swapped in after the lstat does not block the open; fstat sees it.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ELOOP) return "a symbolic link";
+    return err == ENOENT ? "missing" : "not readable (" + errno_text(err) + ")";
+  }
+  std::string why;
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    why = "not examinable (" + errno_text(errno) + ")";
+  } else if (!S_ISREG(st.st_mode)) {
+    why = file_kind_text(st.st_mode);
+  } else if (static_cast<uint64_t>(st.st_size) > limit) {
+    why = std::to_string(st.st_size) + " bytes, more than the " + std::to_string(limit) +
+          " such a file of ckptbench's holds at most";
+  } else {
+    text.resize(limit + 1);
+    size_t got = 0;
+    while (got < text.size()) {
+      const ssize_t n = ::pread(fd, text.data() + got, text.size() - got, static_cast<off_t>(got));
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n < 0) {
+        why = "not readable (" + errno_text(errno) + ")";
+        break;
+      }
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
+    }
+    text.resize(got);
+    if (why.empty() && got > limit)
+      why = "more than " + std::to_string(limit) + " bytes (it grew while read)";
+  }
+  ::close(fd);
+  if (!why.empty()) text.clear();
+  return why;
 }
 
 bool LockFile::read_holder(const std::string& path, Holder& h) {
-  std::ifstream in(path);
-  if (!in) return false;
+  h = Holder{};
+  std::string text;
+  const std::string why = read_own_small_file(path, 4096, text);
+  if (why == "missing") return false;
+  if (!why.empty()) {
+    h.bad = why;
+    return true;
+  }
+  std::istringstream in(text);
   std::string line;
   std::getline(in, line);
   {
@@ -356,6 +426,43 @@ bool LockFile::read_holder(const std::string& path, Holder& h) {
   return true;
 }
 
+void write_run_marker(const std::string& run_dir, const std::string& identity) {
+  const std::string path = run_dir + "/" + kRunMarker;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) throw_errno("create the run marker '" + path + "'", errno);
+  const std::string text = identity + "\n";
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const int err = errno;
+  ::close(fd);
+  if (!ok) throw_errno("write the run marker '" + path + "'", err);
+}
+
+bool remove_empty_run_dir(const std::string& run_dir) {
+  std::error_code ec;
+  for (const auto& e : fsys::directory_iterator(run_dir, ec))
+    if (e.path().filename() != kRunMarker) return false;
+  if (ec) return false;
+  ::unlink((run_dir + "/" + kRunMarker).c_str());
+  return ::rmdir(run_dir.c_str()) == 0;
+}
+
+std::string run_marker_mismatch(const std::string& dir, const std::string& identity) {
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) return "it cannot be examined (" + errno_text(errno) + ")";
+  if (!S_ISDIR(st.st_mode)) return "it is not a directory";
+  if (st.st_uid != ::geteuid())
+    return "it belongs to user id " + std::to_string(st.st_uid) + ", not to this user";
+  std::string text;
+  const std::string why = read_own_small_file(dir + "/" + kRunMarker, 4096, text);
+  if (why == "missing") return std::string("it holds no run marker ") + kRunMarker;
+  if (!why.empty()) return std::string("its ") + kRunMarker + " is " + why;
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (text != identity)
+    return std::string("its run marker ") + kRunMarker + " names another run, not the lock's (" +
+           text_excerpt(identity, 200) + ")";
+  return "";
+}
+
 void LockFile::acquire(const std::string& path, const std::string& what, const std::string& run_dir,
                        bool keep) {
   char host[256] = "?";
@@ -363,12 +470,8 @@ void LockFile::acquire(const std::string& path, const std::string& what, const s
   for (int attempt = 0; attempt < 2; ++attempt) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd >= 0) {
-      std::string text = host;
-      text += ' ';
-      text += std::to_string(getpid());
-      text += ' ';
-      text += utc_now();
-      text += '\n';
+      identity_ = std::string(host) + ' ' + std::to_string(getpid()) + ' ' + utc_now();
+      std::string text = identity_ + '\n';
       if (!run_dir.empty()) {
         text += "run_dir ";
         text += run_dir;
@@ -389,11 +492,15 @@ void LockFile::acquire(const std::string& path, const std::string& what, const s
                         errno_text(errno) + ")");
     // Held: by whom?
     Holder h;
-    read_holder(path, h);
+    if (!read_holder(path, h)) continue;  // gone meanwhile (its holder ended): try again
+    if (!h.bad.empty()) throw not_a_lock(what, path, h.bad);
     if (h.dead && attempt == 0) {
       stale_ = "a lock left by a run that died (host " + h.host + ", pid " + std::to_string(h.pid) +
                ", started " + h.when + ") was taken over: " + path;
-      if (!h.keep) stale_run_dir_ = h.run_dir;
+      if (!h.keep) {
+        stale_run_dir_ = h.run_dir;
+        stale_identity_ = h.identity();
+      }
       ::unlink(path.c_str());
       continue;
     }
@@ -487,13 +594,94 @@ void mkdir_beneath(int dirfd, const std::string& rel, const std::string& shown) 
   if (rc != 0) throw IoError("cannot create directory '" + shown + "': " + beneath_error(err));
 }
 
+namespace {
+// What a removal walk could not remove.
+struct RemovalLeft {
+  size_t count = 0;
+  std::string first, why;
+  void note(const std::string& path, int err) {
+    if (count++ == 0) {
+      first = path;
+      why = errno_text(err);
+    }
+  }
+};
+
+// Removes everything below the open directory dirfd (closed here), entries listed before any is
+// removed; a directory is entered without following a link (O_NOFOLLOW), at most 256 levels deep.
+// An entry gone meanwhile (another rank removing the same tree) is no error.
+void remove_below(int dirfd, const std::string& shown, int depth, RemovalLeft& left) {
+  DIR* d = ::fdopendir(dirfd);
+  if (d == nullptr) {
+    left.note(shown, errno);
+    ::close(dirfd);
+    return;
+  }
+  std::vector<std::string> names;
+  while (const struct dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  for (const auto& n : names) {
+    const std::string p = shown + "/" + n;
+    struct stat st;
+    if (::fstatat(dirfd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno != ENOENT) left.note(p, errno);
+      continue;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      if (depth >= 256) {
+        left.note(p, ELOOP);
+        continue;
+      }
+      const int sub = ::openat(dirfd, n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub < 0) {
+        if (errno != ENOENT) left.note(p, errno);
+        continue;
+      }
+      remove_below(sub, p, depth + 1, left);
+      if (::unlinkat(dirfd, n.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) left.note(p, errno);
+    } else if (::unlinkat(dirfd, n.c_str(), 0) != 0 && errno != ENOENT) {
+      left.note(p, errno);
+    }
+  }
+  ::closedir(d);  // closes dirfd
+}
+}  // namespace
+
 void remove_tree(const std::string& path, const std::string& root) {
   std::string a = absolute_path(path), r = absolute_path(root);
   if (a.size() <= r.size() || a.compare(0, r.size(), r) != 0 || a[r.size()] != '/')
     throw IoError("refusing to remove '" + a + "': not inside '" + r + "'");
-  std::error_code ec;
-  fsys::remove_all(a, ec);
-  if (ec) throw IoError("cannot remove '" + a + "': " + ec.message());
+  // A few walks, each over the names listed at its start: an entry that reappears under a new
+  // name (FUSE's .fuse_hiddenNNN for an open file) is met again only by the next walk.
+  constexpr int kWalks = 4;
+  RemovalLeft left;
+  for (int walk = 0; walk < kWalks; walk++) {
+    struct stat st;
+    if (::lstat(a.c_str(), &st) != 0) {
+      if (errno == ENOENT) return;
+      throw IoError("cannot remove '" + a + "': " + errno_text(errno));
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      if (::unlink(a.c_str()) == 0 || errno == ENOENT) return;
+      throw IoError("cannot remove '" + a + "': " + errno_text(errno));
+    }
+    left = RemovalLeft{};
+    const int fd = ::open(a.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT) return;
+      throw IoError("cannot remove '" + a + "': " + errno_text(errno));
+    }
+    remove_below(fd, a, 0, left);  // closes fd
+    if (::rmdir(a.c_str()) == 0 || errno == ENOENT) return;
+    if (left.count == 0) left.note(a, errno);
+  }
+  throw IoError("cannot remove '" + a + "': " + std::to_string(left.count) + " entr" +
+                (left.count == 1 ? "y" : "ies") + " left after " + std::to_string(kWalks) +
+                " attempts, e.g. '" + text_excerpt(left.first, 300) + "' (" + left.why +
+                "; a file still open on a FUSE file system is renamed .fuse_hiddenNNN until it "
+                "is closed)");
 }
 
 }  // namespace ckpt
@@ -504,10 +692,11 @@ namespace ckpt {
 
 bool supports_odirect(const std::string& dir, std::string* why) {
   std::string probe = dir + "/.ckptbench-odirect-probe";
-  int fd = ::open(probe.c_str(), O_CREAT | O_WRONLY | O_DIRECT | O_CLOEXEC, 0600);
+  int fd =
+      ::open(probe.c_str(), O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY | O_DIRECT | O_CLOEXEC, 0600);
   if (fd < 0) {
     const int err = errno;
-    ::unlink(probe.c_str());
+    if (err != EEXIST && err != ELOOP) ::unlink(probe.c_str());
     // A path too long for the probe is not the file system refusing O_DIRECT.
     if (err == ENAMETOOLONG)
       throw ConfigError("the target's path is too long: probing O_DIRECT with '" +
@@ -518,6 +707,63 @@ bool supports_odirect(const std::string& dir, std::string* why) {
   }
   ::close(fd);
   ::unlink(probe.c_str());
+  return true;
+}
+
+void check_read_dir(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0)
+    throw ConfigError("--read-dir '" + text_excerpt(dir, 300) + "': " + errno_text(errno) +
+                      "; give an existing directory of checkpoint files");
+  if (!S_ISDIR(st.st_mode))
+    throw ConfigError("--read-dir '" + text_excerpt(dir, 300) + "': is " +
+                      file_kind_text(st.st_mode) + ", not a directory");
+  struct statfs sf;
+  if (::statfs(dir.c_str(), &sf) == 0) {
+    const std::string pseudo = pseudo_fs_name(static_cast<uint32_t>(sf.f_type));
+    if (!pseudo.empty())
+      throw ConfigError("--read-dir '" + text_excerpt(dir, 300) + "': is on " + pseudo +
+                        ", a kernel pseudo file system, not storage (reading its files can have "
+                        "side effects); give a directory of checkpoint files");
+  }
+}
+
+bool supports_odirect_read(const std::string& dir, FsInfo& info, std::string* why) {
+  namespace sfs = std::filesystem;
+  std::error_code ec;
+  int fd = -1;
+  std::string path;
+  int err = 0;
+  // The first regular file below dir (the walk does not follow links): opened O_RDONLY, never
+  // created, written or removed; O_NONBLOCK so a FIFO swapped in does not block.
+  for (auto it = sfs::recursive_directory_iterator(dir, ec);
+       !ec && it != sfs::recursive_directory_iterator(); it.increment(ec)) {
+    if (!sfs::is_regular_file(it->symlink_status(ec)) || ec) continue;
+    path = it->path().string();
+    fd = ::open(path.c_str(), O_RDONLY | O_DIRECT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    err = errno;
+    break;
+  }
+  if (path.empty()) {
+    if (why) *why = "no saved file to probe O_DIRECT with";
+    return false;
+  }
+  if (fd < 0) {
+    if (why)
+      *why = errno_text(err) + " (opening the saved file '" + text_excerpt(path, 300) +
+             "' read-only with O_DIRECT)";
+    return false;
+  }
+#ifdef STATX_DIOALIGN
+  struct statx sx;
+  if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN) &&
+      sx.stx_dio_offset_align > 0) {
+    info.dio_mem_align = sx.stx_dio_mem_align;
+    info.dio_offset_align = sx.stx_dio_offset_align;
+    info.dio_align_source = "statx";
+  }
+#endif
+  ::close(fd);
   return true;
 }
 
@@ -532,6 +778,7 @@ std::vector<std::pair<std::string, uint64_t>> list_regular_files(const std::stri
     const sfs::file_status st = it->symlink_status(ec);
     if (ec) break;
     if (!sfs::is_regular_file(st)) continue;
+    if (it->path().filename() == kRunMarker) continue;  // ckptbench's own bookkeeping, not data
     const uint64_t size = it->file_size(ec);
     if (ec) break;
     out.emplace_back(sfs::relative(it->path(), root).string(), size);

@@ -408,6 +408,7 @@ int mpi_command(const std::function<int(int)>& body) {
     std::fprintf(stderr, "ckptbench: error (rank %d): %s\n", rank, e.what());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
+  shutdown_backends();
   MPI_Finalize();
   return code;
 }

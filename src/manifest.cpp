@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "ckptbench/buffers.hpp"
 #include "ckptbench/error.hpp"
 #include "ckptbench/fs.hpp"
 #include "ckptbench/hash.hpp"
@@ -88,12 +89,17 @@ SavedPoint saved_point_from_json(const json& j, const std::string& where) {
   p.period = pr.size("period_bytes", 0);
   p.seed = static_cast<uint64_t>(pr.integer("seed", 0, 0, INT64_MAX));
   pr.finish();
-  if (p.period == 0 || p.period % 4096 != 0)
+  // Bounded before anything is sized by it: a save uses at most Pattern::period_for's 1 MiB.
+  if (p.period == 0 || p.period % 4096 != 0 || p.period > Pattern::kMaxPeriod)
     throw ConfigError("'" + r.key_path("pattern") +
-                      ".period_bytes': must be a positive multiple "
-                      "of 4096, got " +
+                      ".period_bytes': must be a positive multiple of 4096 of at most " +
+                      std::to_string(Pattern::kMaxPeriod) + " (what a save writes), got " +
                       std::to_string(p.period));
   p.align = r.size("align", 0);
+  // What a save records: the layout's alignment (point_align), a power of two.
+  if (p.align == 0 || p.align > (1ull << 40) || (p.align & (p.align - 1)) != 0)
+    throw ConfigError("'" + r.key_path("align") + "': " + std::to_string(p.align) +
+                      " is not an alignment a save records (a power of two, at most 1 TiB)");
   p.world = static_cast<int>(r.integer("world", 0, 1, 1 << 24));
   if (const json* n = r.raw("node_of_rank")) {
     if (!n->is_array() || n->size() != static_cast<size_t>(p.world))

@@ -111,7 +111,13 @@ PhaseResult run_phase(RunState& rs, PointRun& pt, Phase phase, const RankIo& io,
     });
     rec.end_s = now_s();
     live.stop();
-    rs.agree(o, m, rec.end_s - rec.start_s);
+    try {
+      rs.agree(o, m, rec.end_s - rec.start_s);
+    } catch (...) {
+      // Every rank agreed on the failure and is here: shared files left open meet their close.
+      if (pt.backend) pt.backend->close_abandoned(rs.comm);
+      throw;
+    }
   }
   double verify_after_s = 0;
   if (dp.deferring()) {

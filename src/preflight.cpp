@@ -117,10 +117,18 @@ std::string make_run_dir(const std::string& target, const std::string& target_fs
     }
     // A run killed before it could clean up (SIGKILL, a node lost) left its directory: remove
     // it, as that run would have, and say so.
+    // Only a directory this user owns that carries the dead run's marker is removed: a lock
+    // naming any other directory (forged, or a kept run's) leaves it alone.
     if (const std::string& dead = lock->stale_run_dir(); !dead.empty()) {
       struct stat dst;
       const std::string p = target + "/" + dead;
-      if (::lstat(p.c_str(), &dst) == 0 && S_ISDIR(dst.st_mode)) {
+      const std::string why = ::lstat(p.c_str(), &dst) == 0 && S_ISDIR(dst.st_mode)
+                                  ? run_marker_mismatch(p, lock->stale_identity())
+                                  : std::string("-");
+      if (!why.empty() && why != "-") {
+        lock->add_stale_note("; the directory it names, " + dead + ", was left alone: " + why +
+                             " (remove it by hand if it is that run's)");
+      } else if (why.empty()) {
         std::error_code ec;
         uint64_t n = 0;
         for (auto it = std::filesystem::recursive_directory_iterator(p, ec);
@@ -158,8 +166,14 @@ std::string make_run_dir(const std::string& target, const std::string& target_fs
                         " free, the run needs " + format_bytes(want) +
                         " (largest point plus 5% margin); free space, lower model.scale, or set "
                         "\"free_space_check\": false to try anyway");
+    // The run marker, once the target is known to have room (a full one is refused above).
+    char host[256] = "?";
+    ::gethostname(host, sizeof host - 1);
+    write_run_marker(run_dir, lock != nullptr && lock->held()
+                                  ? lock->identity()
+                                  : std::string(host) + " " + std::to_string(getpid()) + " " + t);
   } catch (...) {
-    ::rmdir(run_dir.c_str());
+    remove_empty_run_dir(run_dir);
     if (lock) lock->release();
     if (facts.target_created) ::rmdir(target.c_str());  // refused: leave nothing behind
     throw;

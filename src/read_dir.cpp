@@ -210,14 +210,27 @@ ReadDirAssignment deepspeed_rule(const DirFiles& files, int world,
     const std::string parent = dir_of(tag);
     const std::string latest = join(parent, "latest");
     const Index idx(files);
-    if (!idx.find(latest))
+    const auto at = idx.find(latest);
+    if (!at)
       throw NotApplicable{"several DeepSpeed tags (" + *tags.begin() + ", " + *tags.rbegin() +
                           ") and no 'latest' file naming one: give the tag directory"};
+    // DeepSpeed writes the tag name alone (a directory name): at most 255 bytes are read, and
+    // only a name of one path component is used; nothing else of the file reaches the report.
+    constexpr uint64_t kMaxTag = 255;
+    if (files[*at].second > kMaxTag + 2)
+      throw NotApplicable{latest + " is " + std::to_string(files[*at].second) +
+                          " bytes, not a tag name (DeepSpeed writes one directory name, at most " +
+                          std::to_string(kMaxTag) + " bytes): give the tag directory"};
     std::string t = read(latest);
     while (!t.empty() && (t.back() == '\n' || t.back() == ' ' || t.back() == '\r')) t.pop_back();
+    if (t.empty() || t.size() > kMaxTag || t.find('/') != std::string::npos ||
+        t.find('\0') != std::string::npos || t == "." || t == "..")
+      throw NotApplicable{latest + " holds no tag name (" + std::to_string(t.size()) +
+                          " bytes, not one directory name): give the tag directory"};
     tag = join(parent, t);
     if (!tags.contains(tag))
-      throw NotApplicable{latest + " names tag '" + t + "', which has no DeepSpeed files here"};
+      throw NotApplicable{latest + " names tag '" + text_excerpt(t, 100) +
+                          "', which has no DeepSpeed files here"};
   }
   std::map<int, size_t> model;                           // mp -> file
   std::map<std::pair<int, int>, size_t> z3model, optim;  // (dp, mp) -> file

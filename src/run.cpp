@@ -275,6 +275,7 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
       if (rank != 0) return;
       if (!opt.read_dir.empty()) {
         run_dir = absolute_path(opt.read_dir);
+        check_read_dir(run_dir);
         read_files = list_regular_files(run_dir);
         if (read_files.empty())
           throw ConfigError("--read-dir '" + run_dir + "': no regular files in it");
@@ -295,9 +296,10 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
       run_dir = absolute_path(opt.from_dir);
       manifest = read_manifest(run_dir);
       saved = check_saved_run(cfg, manifest, run_dir);
+      // Nothing is created in the saved run: its own files answer the O_DIRECT questions.
       facts.fs = probe_fs(run_dir);
-      dio_alignment(run_dir, facts.fs);
-      facts.odirect_ok = supports_odirect(run_dir, &facts.odirect_why);
+      dio_alignment(run_dir, facts.fs, /*probe_file=*/false);
+      facts.odirect_ok = supports_odirect_read(run_dir, facts.fs, &facts.odirect_why);
       facts.can_drop_caches = ckpt::can_drop_caches();
     });
     if (failed_before_io(res, [&] { agree(o, m, 0); })) return res;
@@ -339,7 +341,7 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
   // Checks that need the file system: still before any benchmark I/O.
   if (std::string err = target_point_error(cfg, facts, run_dir); !err.empty()) {
     if (rank == 0 && opt.phases != Phases::restore) {
-      ::rmdir(run_dir.c_str());
+      remove_empty_run_dir(run_dir);
       target_lock.release();
       if (facts.target_created) ::rmdir(target.c_str());  // refused: leave nothing behind
     }
@@ -451,8 +453,7 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
     record_failure(rs, res, e);
   }
   if (!cfg.keep && rank == 0 && opt.phases == Phases::both) {
-    std::error_code ec;
-    std::filesystem::remove(run_dir, ec);  // only if empty: never deletes what we did not make
+    remove_empty_run_dir(run_dir);  // only if empty: never deletes what we did not make
   }
   {
     auto g = live_lock(rs);

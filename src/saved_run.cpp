@@ -42,6 +42,25 @@ Prepared prepare_saved_point(const PointConfig& pc, const SavedPoint& saved, MPI
   return p;
 }
 
+namespace {
+// Why files saved through backend `saved` cannot be restored through `here` ("" when they can).
+std::string backend_mismatch(const std::string& saved, const std::string& here) {
+  if (saved == here) return "";
+  auto refusal = [](const std::string& name) -> std::string {
+    for (const auto& b : backend_registry())
+      if (b.name == name) return b.file_offsets_refusal;
+    return "";
+  };
+  const std::string saved_why = refusal(saved), here_why = refusal(here);
+  if (saved_why.empty() && here_why.empty()) return "";
+  const std::string& which = saved_why.empty() ? here : saved;
+  return "'backend' is \"" + text_excerpt(saved, 100) + "\" in the saved run but \"" + here +
+         "\" here: the files of backend \"" + which + "\" are read only through it (" +
+         (saved_why.empty() ? here_why : saved_why) + "); restore with \"backend\": \"" +
+         text_excerpt(saved, 100) + "\"";
+}
+}  // namespace
+
 std::vector<SavedPoint> check_saved_run(const RunConfig& cfg, const json& manifest,
                                         const std::string& run_dir) {
   const std::string where = run_dir + "/" + kManifestName;
@@ -60,12 +79,12 @@ std::vector<SavedPoint> check_saved_run(const RunConfig& cfg, const json& manife
       throw ConfigError("--from '" + run_dir + "', " + pw + ": " + m +
                         "; the saved files cannot be read with this config (restore with the "
                         "config the save job ran, or without --config)");
-    if (!find_backend(pc.backend).file_offsets_refusal.empty() &&
-        s.config.value("backend", std::string()) != pc.backend)
-      throw ConfigError("--from '" + run_dir + "', " + pw + ": 'backend' is \"" +
-                        s.config.value("backend", std::string()) + "\" in the saved run but \"" +
-                        pc.backend + "\" here (" + find_backend(pc.backend).file_offsets_refusal +
-                        ")");
+    // A backend that places the data itself (HDF5) writes files only it can read, and reads
+    // only files it wrote: either way round, the backends must match.
+    if (const std::string why =
+            backend_mismatch(s.config.value("backend", std::string()), pc.backend);
+        !why.empty())
+      throw ConfigError("--from '" + run_dir + "', " + pw + ": " + why);
     Prepared p;
     try {
       p = saved_plan(pc, s, cfg.limits);

@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -142,6 +143,13 @@ class Backend {
   // After an error: lets go of what is still open without syncing; a transport whose close is
   // collective may leave the handles to MPI_Finalize rather than risk a hang.
   virtual void abandon() noexcept {}
+  // After every rank agreed that the phase failed (every rank is past the phase, at the same
+  // point of the run): closes the shared files abandon() left open, collectively over each
+  // file's writers, in file-id order. Neither the run's clean-up (a FUSE file system keeps an
+  // open file it is asked to unlink as .fuse_hiddenNNN) nor the library's shutdown inside
+  // MPI_Finalize (HDF5 closes what is open from an MPI attribute callback) then meets them.
+  // run_comm: every rank of the run (all of them call this together).
+  virtual void close_abandoned(MPI_Comm /*run_comm*/) noexcept {}
   // Effective settings for the report (flags the kernel accepted, hints the library returned...);
   // what was counted is per phase, in ctx.rec.
   virtual nlohmann::json describe() const = 0;
@@ -173,6 +181,10 @@ struct BackendFactory {
   // (--read-dir); this says why.
   std::string read_only_refusal;
   std::function<std::unique_ptr<Backend>(const PointConfig&)> create;
+  // Not empty: shuts the backend's library down while MPI still works (before MPI_Finalize):
+  // what a failed phase left open is closed there, not from an MPI attribute callback inside
+  // MPI_Finalize (shutdown_backends()).
+  std::function<void()> shutdown;
   // Not empty: this binary was configured without the backend, and this says so and how to get
   // it ("not built (configure with -DCKPT_WITH_HDF5=ON)"). The backend stays in the registry (its
   // name is known, `ckptbench backends` lists it with this as its status), probe() returns this,
@@ -181,6 +193,12 @@ struct BackendFactory {
 };
 
 // Helpers every backend shares.
+// The ranks of comm (a shared file's writers) learn whether any of them failed a step: the rank
+// that failed rethrows err, the others throw a PeerLeftError naming `what` (the failed rank's error
+// is the one the run reports). On MPI_COMM_SELF just rethrows err, if any. Collective over comm.
+void agree_on_step(MPI_Comm comm, const std::exception_ptr& err, const std::string& what);
+// The exception fn throws, or null.
+std::exception_ptr error_of(const std::function<void()>& fn);
 // Why a library (MPI-IO, HDF5) could not open `path`, whose own error seldom names the system's
 // reason (Open MPI: "MPI_ERR_OTHER: known error not in list" for EMFILE): the path is opened the
 // same way with POSIX. "" when that open works; else its errno text, with a hint for EMFILE.
@@ -194,6 +212,10 @@ size_t fd_budget();
 // outside the directory; `flags` with O_CREAT creates exclusively). Throws IoError naming the path
 // and, for a planted entry, what happened. What = "create" / "open" for the message.
 int open_plan_file(const PhaseContext& ctx, const FileSpec& f, int flags, const char* what);
+// Before a library opens a saved file by its path (MPI_File_open, H5Fopen, which would block on a
+// FIFO): what is at f's path is opened as open_plan_file does and closed again. Throws when it
+// is not a regular file; a missing file is left to the library's own open (and its message).
+void check_saved_file(const PhaseContext& ctx, const FileSpec& f);
 // The open(2) flags for file f in this phase: O_WRONLY (save) or O_RDONLY, O_DIRECT with `direct`.
 int plan_file_flags(const PhaseContext& ctx);
 
@@ -233,6 +255,8 @@ BackendFactory not_built_backend(const std::string& name, const std::string& des
                                  const std::string& option, const std::string& library_key);
 
 const std::vector<BackendFactory>& backend_registry();
+// Runs every registered backend's shutdown (before MPI_Finalize; once).
+void shutdown_backends() noexcept;
 // Throws ConfigError listing the known backends.
 const BackendFactory& find_backend(const std::string& name);
 // name -> "" (works) or the reason it does not.

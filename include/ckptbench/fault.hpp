@@ -18,8 +18,8 @@ uint64_t fault_transfer(int point, int rep, const char* phase, int rank);
 // "action=stop" with phase save or restore: the rank stops itself (SIGSTOP) at the start of the
 // phase, as a rank held by a debugger or a hung node would (tests the stall guard).
 bool fault_stop_requested(int point, int rep, const char* phase, int rank);
-// "phase=between,action=delete|truncate|corrupt": damages this rank's first file the way a failing
-// file system or a careless user would.
+// "phase=between,action=delete|truncate|corrupt|fifo": damages this rank's first file the way a
+// failing file system or a careless user would (fifo: replaced by a named pipe).
 void damage_between_phases(const RankIo& io, const std::string& dir);
 
 }  // namespace ckpt

@@ -70,6 +70,8 @@ class LockFile {
   const std::string& stale() const { return stale_; }
   // After a takeover: the dead run's directory to remove (a bare name, "" when none or kept).
   const std::string& stale_run_dir() const { return stale_run_dir_; }
+  // The dead holder's identity, which its run directory's marker must hold to be removed.
+  const std::string& stale_identity() const { return stale_identity_; }
   void add_stale_note(const std::string& note) { stale_ += note; }
 
   // Who holds the lock file at `path`, as it says.
@@ -78,14 +80,24 @@ class LockFile {
     long pid = 0;
     bool keep = false;
     bool dead = false;  // a process of this host that no longer exists
+    // Not empty: the entry at `path` is not a lock file ckptbench wrote ("a FIFO (...)", "a
+    // symbolic link", "12 MiB, larger than a lock file"): nothing was read from it.
+    std::string bad;
+    std::string identity() const;  // "<host> <pid> <when>", the lock's first line
   };
-  // False when the file cannot be read.
+  // False when there is no file at `path` (or it cannot be opened). The file is opened without
+  // following a link and without blocking (O_NOFOLLOW | O_NONBLOCK), only a regular file of at
+  // most 4 KiB is read; anything else sets h.bad and returns true.
   static bool read_holder(const std::string& path, Holder& h);
+  // "<host> <pid> <UTC time>" of this lock (empty when not held): the run marker's content.
+  const std::string& identity() const { return identity_; }
 
  private:
   std::string path_;
+  std::string identity_;
   std::string stale_;
   std::string stale_run_dir_;
+  std::string stale_identity_;
 };
 
 // A directory held open, so that what the run creates inside it is resolved relative to it.
@@ -121,11 +133,38 @@ void mkdir_beneath(int dirfd, const std::string& rel, const std::string& shown);
 // What an open_beneath / mkdir_beneath errno means for the user: for EEXIST, ELOOP and EXDEV,
 // that something else put an entry where the run creates its own; else the errno text.
 std::string beneath_error(int err);
-// Removes a directory tree the tool created (refuses paths outside `root`). Throws IoError.
+// Removes a directory tree the tool created (refuses paths outside `root`). No symbolic link is
+// followed. Bounded: the tree is walked at most a few times; an entry that comes back (a FUSE file
+// system renames an unlinked open file to .fuse_hiddenNNN, whose unlink renames it again) or
+// cannot be removed ends it with an IoError naming what is left, never a loop.
 void remove_tree(const std::string& path, const std::string& root);
+
+// The run marker: a file ckptbench writes inside every run directory it creates, holding the
+// identity of the run's target lock ("<host> <pid> <UTC time>"). A run that takes over a dead
+// run's lock removes the directory that lock names only when the directory carries the marker
+// with that identity and belongs to this user: a forged lock cannot get another directory deleted.
+inline constexpr const char* kRunMarker = ".ckptbench-run";
+// Writes the marker in run_dir (exclusively, no link followed). Throws IoError.
+void write_run_marker(const std::string& run_dir, const std::string& identity);
+// Removes a run directory that holds nothing but its marker (never anything else); true when
+// it is gone.
+bool remove_empty_run_dir(const std::string& run_dir);
+// Empty when `dir` is a directory of this user (not a link) whose marker holds `identity`; else
+// why it is not vouched for.
+std::string run_marker_mismatch(const std::string& dir, const std::string& identity);
+
+// Reads a small file ckptbench wrote itself (a lock, a run marker): opened without following a
+// link and without blocking, a regular file of at most `limit` bytes. Returns "" and fills text,
+// or what the entry is instead ("a symbolic link", "a FIFO (...)", "N bytes, more than ...",
+// "missing").
+std::string read_own_small_file(const std::string& path, size_t limit, std::string& text);
 // The regular files below dir (recursively; symbolic links are neither followed nor listed), as
 // (path relative to dir, size), sorted by path. Throws IoError naming what cannot be read.
 std::vector<std::pair<std::string, uint64_t>> list_regular_files(const std::string& dir);
+
+// A --read-dir: an existing directory, not on a kernel pseudo file system (sysfs, procfs, ...).
+// Throws ConfigError naming it.
+void check_read_dir(const std::string& dir);
 
 // Absolute, lexically normalised path.
 std::string absolute_path(const std::string& p);
@@ -135,6 +174,10 @@ std::string absolute_path(const std::string& p);
 namespace ckpt {
 // True when files in dir can be opened with O_DIRECT (probe file created and removed).
 bool supports_odirect(const std::string& dir, std::string* why = nullptr);
+// For a restore, in a saved run that must stay untouched: whether a saved file below dir opens
+// read-only with O_DIRECT (nothing is created); sets info's O_DIRECT alignment from that file
+// when the kernel reports it.
+bool supports_odirect_read(const std::string& dir, FsInfo& info, std::string* why);
 // Before a restore: make this rank's written pages clean and drop them (fdatasync +
 // posix_fadvise DONTNEED per file). Throws IoError.
 void fadvise_dontneed(const std::string& path);

@@ -20,6 +20,12 @@
 #include "ckptbench/jsonread.hpp"
 
 namespace ckpt {
+
+namespace {
+// An H5Fclose of a failed phase failed: the library holds a half-closed file, which its shutdown
+// would touch (and crash on); the shutdown hook then leaves the library alone.
+bool g_close_failed = false;
+}  // namespace
 namespace hdf5 {
 
 namespace {
@@ -446,33 +452,60 @@ class Hdf5Backend final : public Backend {
   void transfer_file(PhaseContext& ctx, size_t i) override { transfer(ctx, files_[i]); }
 
   void sync(size_t i) override {
-    if (H5Fflush(files_[i].fid, H5F_SCOPE_GLOBAL) < 0)
-      throw_h5("H5Fflush '" + files_[i].path + "'");
+    agree_on_step(files_[i].comm, error_of([&] {
+                    if (H5Fflush(files_[i].fid, H5F_SCOPE_GLOBAL) < 0)
+                      throw_h5("H5Fflush '" + files_[i].path + "'");
+                  }),
+                  "another writer of '" + files_[i].path + "' failed in H5Fflush");
   }
 
+  // A save flushes before it closes: a flush that fails (a full disk) leaves the file open for
+  // close_failed, which can still close it; an H5Fclose that fails leaves HDF5 1.10 with a
+  // half-closed file it crashes on later. The writers agree before the collective H5Fclose.
   void close(size_t i) override {
     File& file = files_[i];
-    for (auto& d : file.dsets) {
-      if (d.id < 0) continue;
-      if (H5Dclose(d.id) < 0) throw_h5("H5Dclose '" + d.path + "' in '" + file.path + "'");
-      d.id = -1;
-      ctx_->rec->metadata();
+    const std::string peer = "another writer of '" + file.path + "' failed closing it";
+    std::exception_ptr err = error_of([&] {
+      for (auto& d : file.dsets) {
+        if (d.id < 0) continue;
+        if (H5Dclose(d.id) < 0) throw_h5("H5Dclose '" + d.path + "' in '" + file.path + "'");
+        d.id = -1;
+        ctx_->rec->metadata();
+      }
+    });
+    if (save_) {
+      std::exception_ptr flush = error_of([&] {
+        if (H5Fflush(file.fid, H5F_SCOPE_LOCAL) < 0) throw_h5("H5Fflush '" + file.path + "'");
+      });
+      if (!err) err = flush;
     }
-    if (H5Fclose(file.fid) < 0) throw_h5("H5Fclose '" + file.path + "'");
-    file.fid = -1;
+    agree_on_step(file.comm, err, peer);
+    const herr_t rc = H5Fclose(file.fid);
+    file.fid = -1;  // closed, or half closed: never touched again
+    if (rc < 0) g_close_failed = true;
+    agree_on_step(file.comm,
+                  rc < 0 ? error_of([&] { throw_h5("H5Fclose '" + file.path + "'"); }) : nullptr,
+                  peer);
     ctx_->rec->metadata();
   }
 
   // Files private to this rank are closed; a shared file's close is collective and could hang
-  // while the other writers are not failing, so it is left to the library's shutdown.
+  // while the other writers are not failing, so it waits for close_abandoned.
   void abandon() noexcept override {
-    for (auto& file : files_) {
-      if (file.fid < 0 || file.comm != MPI_COMM_SELF) continue;
-      for (auto& d : file.dsets)
-        if (d.id >= 0) H5Dclose(d.id);
-      H5Fclose(file.fid);
-      file.fid = -1;
-    }
+    for (auto& file : files_)
+      if (file.fid >= 0 && file.comm == MPI_COMM_SELF) close_failed(file);
+  }
+
+  // The shared files abandon() left: H5Fclose is collective over the file's writers, who are
+  // all here (every rank agreed the phase failed) with the file open; file-id order.
+  void close_abandoned(MPI_Comm run_comm) noexcept override {
+    std::vector<File*> open;
+    for (auto& file : files_)
+      if (file.fid >= 0) open.push_back(&file);
+    std::sort(open.begin(), open.end(), [](const File* a, const File* b) { return a->id < b->id; });
+    for (File* file : open) drop_data(*file);
+    MPI_Barrier(run_comm);  // every writer's truncation before any close writes metadata
+    for (File* file : open) close_failed(*file);
   }
 
   nlohmann::json describe() const override {
@@ -523,11 +556,30 @@ class Hdf5Backend final : public Backend {
  private:
   struct File {
     const FileSpec* f = nullptr;
+    uint32_t id = 0;  // FileSpec::id: the order of collective calls
     std::string path;
     MPI_Comm comm = MPI_COMM_SELF;
     hid_t fid = -1;
     std::vector<Dset> dsets;
   };
+
+  // Closes a file of a failed phase. H5Fclose flushes the file's metadata and sets its size; when
+  // that fails (the disk that failed the data is full), HDF5 1.10 leaves the file half closed and
+  // crashes when anything touches it again (its own shutdown in MPI_Finalize: SIGSEGV in
+  // H5F__close_cb). A failed save's file is removed with the run, so its data is dropped first
+  // (truncated to 0 bytes): the close then needs only a few KiB for the metadata. A failed
+  // restore never changes the saved file.
+  void close_failed(File& file) noexcept {
+    for (auto& d : file.dsets)
+      if (d.id >= 0) H5Dclose(d.id);
+    file.dsets.clear();
+    drop_data(file);
+    if (H5Fclose(file.fid) < 0) g_close_failed = true;
+    file.fid = -1;
+  }
+  void drop_data(const File& file) const noexcept {
+    if (save_) (void)::truncate(file.path.c_str(), 0);
+  }
 
   PointConfig cfg_;
   hdf5::Options opt_;
@@ -681,6 +733,7 @@ class Hdf5Backend final : public Backend {
     const FileSpec& f = ctx.io->files[i];
     File& file = files_[i];
     file.f = &f;
+    file.id = f.id;
     file.path = ctx.dir + "/" + f.path;
     if (created_fd >= 0 && ::close(created_fd) != 0)
       throw_errno("close '" + file.path + "'", errno);
@@ -691,6 +744,10 @@ class Hdf5Backend final : public Backend {
       file.fid = H5Fcreate(file.path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get());
       if (file.fid < 0) throw_h5_open("H5Fcreate '" + file.path + "'", file.path, true);
     } else {
+      // A regular file must be there, checked without blocking (H5Fopen of a FIFO would block);
+      // the file's readers agree before the collective open.
+      agree_on_step(file.comm, error_of([&] { check_saved_file(ctx, f); }),
+                    "another reader of '" + file.path + "' failed its check before H5Fopen");
       file.fid = H5Fopen(file.path.c_str(), H5F_ACC_RDONLY, fapl.get());
       if (file.fid < 0) throw_h5_open("H5Fopen '" + file.path + "' (read-only)", file.path, false);
     }
@@ -798,23 +855,39 @@ class Hdf5Backend final : public Backend {
 
   static uint64_t ops_of(uint64_t bytes, uint64_t bs) { return (bytes + bs - 1) / bs; }
 
+  uint64_t bs_of() const { return cfg_.block_size; }
+
+  // The writers of a shared file agree on failures where the next call would be collective:
+  // after each collective H5Dwrite/H5Dread, after a rank's independent transfers of the file,
+  // and after H5Fflush and H5Fclose (a rank that failed does not leave the others waiting in
+  // them; MPI-IO reports a two-phase write error only to the aggregator that met it).
   void transfer(PhaseContext& ctx, File& file) {
-    const uint64_t bs = cfg_.block_size;
-    for (auto& d : file.dsets) {
-      // Independent: only this rank's datasets. Collective: every rank calls H5Dwrite/H5Dread
-      // for every dataset the same number of times (HDF5 1.10 has no multi-dataset I/O), the
-      // ranks not holding it with an empty selection.
-      if (!opt_.collective && !d.mine) continue;
-      const uint64_t len_total = d.rec.length;
-      const uint64_t es = d.shape.elem_size;
-      for (uint64_t i = 0, n = ops_of(len_total, bs); i < n; i++) {
-        uint64_t pos = i * bs, len = std::min(bs, len_total - pos);
-        if (pos % es != 0 || len % es != 0)
-          throw IoError("block_size " + std::to_string(bs) + " does not split dataset '" + d.path +
-                        "' on element boundaries (" + std::to_string(es) + " bytes)");
-        transfer_op(ctx, file, d, d.mine != nullptr, pos, len);
+    const char* call = save_ ? "H5Dwrite" : "H5Dread";
+    const std::string peer = "another writer of '" + file.path + "' failed in " + call;
+    std::exception_ptr err = error_of([&] {
+      for (auto& d : file.dsets) {
+        // Independent: only this rank's datasets. Collective: every rank calls H5Dwrite/H5Dread
+        // for every dataset the same number of times (HDF5 1.10 has no multi-dataset I/O), the
+        // ranks not holding it with an empty selection.
+        if (!opt_.collective && !d.mine) continue;
+        const uint64_t len_total = d.rec.length;
+        const uint64_t es = d.shape.elem_size;
+        for (uint64_t i = 0, n = ops_of(len_total, bs_of()); i < n; i++) {
+          uint64_t pos = i * bs_of(), len = std::min(bs_of(), len_total - pos);
+          auto op = [&] {
+            if (pos % es != 0 || len % es != 0)
+              throw IoError("block_size " + std::to_string(bs_of()) + " does not split dataset '" +
+                            d.path + "' on element boundaries (" + std::to_string(es) + " bytes)");
+            transfer_op(ctx, file, d, d.mine != nullptr, pos, len);
+          };
+          if (opt_.collective)
+            agree_on_step(file.comm, error_of(op), peer);
+          else
+            op();
+        }
       }
-    }
+    });
+    if (!opt_.collective || err) agree_on_step(file.comm, err, peer);
     if (opt_.collective && !file.dsets.empty()) {
       H5D_mpio_actual_io_mode_t mode;
       if (H5Pget_mpio_actual_io_mode(dxpl_.get(), &mode) >= 0)
@@ -886,6 +959,14 @@ BackendFactory hdf5_backend() {
   };
   f.create = [](const PointConfig& p) -> std::unique_ptr<Backend> {
     return std::make_unique<Hdf5Backend>(p);
+  };
+  // After a failed write, a file whose H5Fclose failed stays open in the library; its own
+  // shutdown at MPI_Finalize (an MPI_COMM_SELF attribute callback) then crashed in H5F__close_cb
+  // with MPI half torn down. Shut the library down while MPI is whole; errors are not printed.
+  f.shutdown = [] {
+    if (g_close_failed) return;
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    H5close();
   };
   return f;
 }

@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,10 +15,12 @@
 #include <deque>
 #include <memory>
 
+#include "ckptbench/agreement.hpp"
 #include "ckptbench/backend.hpp"
 #include "ckptbench/driver.hpp"
 #include "ckptbench/error.hpp"
 #include "ckptbench/jsonread.hpp"
+#include "ckptbench/units.hpp"
 
 namespace ckpt {
 namespace mpiio {
@@ -248,8 +251,14 @@ class MpiioBackend final : public Backend {
     const FileSpec& f = ctx.io->files[i];
     Open& o = files_[i];
     o.path = ctx.dir + "/" + f.path;
+    o.id = f.id;
     if (created_fd >= 0 && ::close(created_fd) != 0) throw_errno("close '" + o.path + "'", errno);
     o.comm = comms_->get(f);
+    // A restore checks first, without blocking, that a regular file is there (MPI_File_open of a
+    // FIFO would block).
+    if (!save_)
+      agree_on_file(o, error_of([&] { check_saved_file(ctx, f); }),
+                    "its check before MPI_File_open");
     int amode = save_ ? MPI_MODE_WRONLY : MPI_MODE_RDONLY;
     int rc = MPI_File_open(o.comm, o.path.c_str(), amode, info_->get(), &o.fh);
     if (rc != MPI_SUCCESS) {
@@ -330,49 +339,79 @@ class MpiioBackend final : public Backend {
   }
 
   // Collective: every rank of the file's communicator makes the same number of *_at_all calls:
-  // the most any of them needs; a rank with nothing left joins with a zero-length transfer.
+  // the most any of them needs; a rank with nothing left joins with a zero-length transfer. The
+  // writers agree after every step (a rank that failed to stage, transfer or verify stops, and the
+  // others stop with it instead of waiting in the next collective call for it); ROMIO reports an
+  // error of the two-phase write to the aggregator that met it, not to every caller.
   void transfer_file(PhaseContext& ctx, size_t i) override {
     Open& o = files_[i];
     const FileSpec& f = ctx.io->files[i];
     Buffer& buf = ctx.pool->at(0);
     const char* call = save_ ? "MPI_File_write_at_all" : "MPI_File_read_at_all";
-    uint64_t mine = 0;
-    for_each_transfer(f, cfg_.block_size, cfg_.transfer, [&](const Transfer&) { mine++; });
-    uint64_t calls = mine;
-    if (o.comm != MPI_COMM_SELF) MPI_Allreduce(&mine, &calls, 1, MPI_UINT64_T, MPI_MAX, o.comm);
-    for_each_transfer(f, cfg_.block_size, cfg_.transfer, [&](const Transfer& tr) {
+    std::vector<Transfer> mine;
+    for_each_transfer(f, cfg_.block_size, cfg_.transfer,
+                      [&](const Transfer& tr) { mine.push_back(tr); });
+    uint64_t calls = mine.size();
+    if (o.comm != MPI_COMM_SELF) {
+      const uint64_t n = mine.size();
+      MPI_Allreduce(&n, &calls, 1, MPI_UINT64_T, MPI_MAX, o.comm);
+    }
+    std::exception_ptr err;
+    auto step = [&](auto&& fn) {
+      if (!err) try {
+          fn();
+        } catch (...) {
+          err = std::current_exception();
+        }
+      agree_on_file(o, err, call);
+    };
+    for (uint64_t k = 0; k < calls; k++) {
+      const Transfer* tr = k < mine.size() ? &mine[k] : nullptr;
+      std::byte* p = buf.data;
+      step([&] {  // every writer agrees here, also one with nothing left to stage
+        if (save_ && tr) p = ctx.data->produce(f, *tr, buf);
+      });
       MPI_Status st;
-      std::byte* p = save_ ? ctx.data->produce(f, tr, buf) : buf.data;
-      const auto off = static_cast<MPI_Offset>(tr.offset);
-      const int n = static_cast<int>(tr.len);
-      uint64_t t = now_ns();
+      const uint64_t t = now_ns();
       ctx.rec->count(Counter::submit_calls);
+      const auto off = static_cast<MPI_Offset>(tr ? tr->offset : 0);
+      const int n = tr ? static_cast<int>(tr->len) : 0;
       int rc = save_ ? MPI_File_write_at_all(o.fh, off, p, n, MPI_BYTE, &st)
                      : MPI_File_read_at_all(o.fh, off, p, n, MPI_BYTE, &st);
-      check(o, rc, st, call, tr.offset, tr.len);
-      ctx.rec->op(tr.len, now_ns() - t);
-      if (!save_) ctx.data->consume(f, tr, buf);
-    });
-    for (uint64_t k = mine; k < calls; k++) {
-      MPI_Status st;
-      ctx.rec->count(Counter::submit_calls);
-      int rc = save_ ? MPI_File_write_at_all(o.fh, 0, buf.data, 0, MPI_BYTE, &st)
-                     : MPI_File_read_at_all(o.fh, 0, buf.data, 0, MPI_BYTE, &st);
-      if (rc != MPI_SUCCESS)
-        throw_mpi(std::string(call) + " (empty, joining the others) '" + o.path + "'", rc);
-      ctx.rec->count(Counter::collective_empty_calls);
+      step([&] {
+        if (!tr) {
+          if (rc != MPI_SUCCESS)
+            throw_mpi(std::string(call) + " (empty, joining the others) '" + o.path + "'", rc);
+          ctx.rec->count(Counter::collective_empty_calls);
+          return;
+        }
+        check(o, rc, st, call, tr->offset, tr->len);
+        ctx.rec->op(tr->len, now_ns() - t);
+        if (!save_) ctx.data->consume(f, *tr, buf);
+      });
     }
   }
 
+  // Both collective over a shared file's writers, who agree on the outcome (a rank whose sync
+  // failed does not leave the others waiting in the close).
   void sync(size_t i) override {
     int rc = MPI_File_sync(files_[i].fh);
-    if (rc != MPI_SUCCESS) throw_mpi("MPI_File_sync '" + files_[i].path + "'", rc);
+    std::exception_ptr err;
+    if (rc != MPI_SUCCESS) err = mpi_error("MPI_File_sync '" + files_[i].path + "'", rc);
+    agree_on_file(files_[i], err, "MPI_File_sync");
   }
 
   void close(size_t i) override {
     int rc = MPI_File_close(&files_[i].fh);
-    if (rc != MPI_SUCCESS) throw_mpi("MPI_File_close '" + files_[i].path + "'", rc);
+    files_[i].fh = MPI_FILE_NULL;
+    std::exception_ptr err;
+    if (rc != MPI_SUCCESS) err = mpi_error("MPI_File_close '" + files_[i].path + "'", rc);
+    agree_on_file(files_[i], err, "MPI_File_close");
     ctx_->rec->metadata();
+  }
+
+  static std::exception_ptr mpi_error(const std::string& what, int rc) {
+    return error_of([&] { throw_mpi(what, rc); });
   }
 
   // Files private to this rank are closed; a shared file's close is collective and could hang
@@ -380,6 +419,19 @@ class MpiioBackend final : public Backend {
   void abandon() noexcept override {
     for (auto& o : files_)
       if (o.fh != MPI_FILE_NULL && o.comm == MPI_COMM_SELF) MPI_File_close(&o.fh);
+  }
+
+  // Every writer of a shared file opened it (MPI_File_open is collective) and none has closed
+  // it, so each is here with it open: the closes meet in file-id order.
+  void close_abandoned(MPI_Comm) noexcept override {
+    std::vector<Open*> open;
+    for (auto& o : files_)
+      if (o.fh != MPI_FILE_NULL) open.push_back(&o);
+    std::sort(open.begin(), open.end(), [](const Open* a, const Open* b) { return a->id < b->id; });
+    for (Open* o : open) {
+      MPI_File_close(&o->fh);  // an error here has nothing left to report to
+      o->fh = MPI_FILE_NULL;
+    }
   }
 
   nlohmann::json describe() const override {
@@ -408,6 +460,7 @@ class MpiioBackend final : public Backend {
     MPI_File fh = MPI_FILE_NULL;
     MPI_Comm comm = MPI_COMM_SELF;
     std::string path;
+    uint32_t id = 0;  // FileSpec::id: the order of collective calls
   };
   struct Pending {
     MPI_Request req = MPI_REQUEST_NULL;
@@ -422,15 +475,39 @@ class MpiioBackend final : public Backend {
         std::min<size_t>(static_cast<size_t>(std::max(1, cfg_.queue_depth)), ctx.pool->count())));
   }
 
+  // All writers of o learn whether any of them failed (agree_on_step).
+  void agree_on_file(const Open& o, const std::exception_ptr& err, const char* call) {
+    agree_on_step(o.comm, err, "another writer of '" + o.path + "' failed in " + call);
+  }
+
   void check(const Open& o, int rc, MPI_Status& st, const char* call, uint64_t off, uint64_t len) {
     if (rc != MPI_SUCCESS) throw_mpi(std::string(call) + " " + where(o.path, off, len), rc);
     int n = 0;
     MPI_Get_count(&st, MPI_BYTE, &n);
     if (n < 0 || static_cast<uint64_t>(n) != len)
       throw IoError(std::string(call) + " " + where(o.path, off, len) + ": transferred " +
-                    std::to_string(n) + " bytes" +
-                    (save_ ? std::string(" (short write)")
-                           : std::string(" (unexpected end of file; truncated?)")));
+                    std::to_string(n) + " bytes" + short_transfer_cause(o, off + len));
+  }
+
+  // MPI-IO reports a short transfer without the system's errno: say what can be known.
+  std::string short_transfer_cause(const Open& o, uint64_t end) const {
+    if (save_)
+      return " (short write: MPI-IO passes no error code on; the file system took no more - "
+             "full, over quota or an I/O error; " +
+             free_space_text(o.path) + ")";
+    MPI_Offset size = 0;
+    if (MPI_File_get_size(o.fh, &size) != MPI_SUCCESS)
+      return " (short read; MPI-IO passes no error code on)";
+    if (static_cast<uint64_t>(size) < end)
+      return " (the file ends at byte " + std::to_string(size) + ": truncated since the save)";
+    return " (short read inside the file, which has " + std::to_string(size) +
+           " bytes: an I/O error; MPI-IO passes no error code on)";
+  }
+  static std::string free_space_text(const std::string& path) {
+    struct statvfs sv;
+    const std::string dir = path.substr(0, path.rfind('/'));
+    if (::statvfs(dir.c_str(), &sv) != 0) return "free space unknown";
+    return "free now: " + format_bytes(static_cast<uint64_t>(sv.f_bavail) * sv.f_frsize);
   }
 
   PointConfig cfg_;

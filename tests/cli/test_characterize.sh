@@ -7,7 +7,7 @@
 need_binary
 PY="$(python_with json)" || { echo "skip: no python3"; exit 77; }
 make_workdir characterize
-small=(--budget 0.2 --probe-size 8M --min-reps 2 --max-reps 3 --ci-width 0.5)
+small=(--budget 2 --probe-size 8M --min-reps 2 --max-reps 3 --ci-width 0.5)
 
 # 1. A small search.
 out="$(timeout 300 "${MPI[@]}" -n 4 "$BIN" characterize --target "$work/t" "${small[@]}" \

@@ -86,9 +86,11 @@ timeout 120 "${MPI[@]}" "$BIN" run --config "$work/tiny.json" --target "$work/ot
 # files): the next run needs no --force, removes that directory and reports it; a kept one stays.
 mkdir -p "$work/dead/ckptbench-2026-01-01T00-00-00Z-999999/sub"
 touch "$work/dead/ckptbench-2026-01-01T00-00-00Z-999999/a" "$work/dead/ckptbench-2026-01-01T00-00-00Z-999999/sub/b"
+# The run's marker, as every run writes it (the lock's identity): what vouches for the directory.
+echo "$(hostname) 999999 2026-01-01T00:00:00Z" > "$work/dead/ckptbench-2026-01-01T00-00-00Z-999999/.ckptbench-run"
 printf '%s 999999 2026-01-01T00:00:00Z\nrun_dir ckptbench-2026-01-01T00-00-00Z-999999\nkeep 0\n' "$(hostname)" > "$work/dead/.ckptbench.lock"
 timeout 120 "${MPI[@]}" "$BIN" run --config "$work/tiny.json" --target "$work/dead" --output "$work/d.json" --quiet > "$work/l" 2>&1; rc=$?
-[ $rc = 0 ] && [ -z "$(ls -A "$work/dead")" ] && jq_py "$work/d.json" "d['environment']['stale_locks'][0]" | grep -q "run directory ckptbench-2026-01-01T00-00-00Z-999999 (3 entries) was removed" &&
+[ $rc = 0 ] && [ -z "$(ls -A "$work/dead")" ] && jq_py "$work/d.json" "d['environment']['stale_locks'][0]" | grep -q "run directory ckptbench-2026-01-01T00-00-00Z-999999 (4 entries) was removed" &&
   ok "a dead run's lock and directory: no --force needed, directory removed and reported" || bad "dead run debris: exit $rc, left: $(ls -A "$work/dead"), $(head -c 300 "$work/l")"
 mkdir -p "$work/kept/ckptbench-2026-01-01T00-00-00Z-999999"
 printf '%s 999999 2026-01-01T00:00:00Z\nrun_dir ckptbench-2026-01-01T00-00-00Z-999999\nkeep 1\n' "$(hostname)" > "$work/kept/.ckptbench.lock"

@@ -23,7 +23,8 @@ JSON
 # shellcheck disable=SC2086
 $CKPT_MPIEXEC $CKPT_MPIEXEC_FLAGS "$CKPT_BINARY" run -c "$tmp/c.json" -t "$tmp/t" -o "$tmp/r.json" -q \
   || fail "run failed"
-mapfile -t files < <(find "$tmp/t" -type f)
+# The checkpoint files (not the run marker .ckptbench-run, docs/reliability.md).
+mapfile -t files < <(find "$tmp/t" -type f ! -name .ckptbench-run)
 [ "${#files[@]}" -ge 1 ] || fail "no files written"
 for f in "${files[@]}"; do
   h5dump -H "$f" >"$tmp/dump.txt" || fail "h5dump -H cannot read $f"

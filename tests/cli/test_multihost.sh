@@ -190,7 +190,7 @@ r = reps[0]
 want = p["plan"]["payload_bytes"] + p["plan"]["index_bytes"]
 assert r["verified"] and r["bytes_verified"] == want, (r["bytes_verified"], want)
 assert r["save"]["per_node"]["nodes"] == 2'
-files="$(cd "$work/agg" 2> /dev/null && find . -type f | sed 's|^\./ckptbench-[^/]*/||' | sort | tr '\n' ' ')"
+files="$(cd "$work/agg" 2> /dev/null && find . -type f ! -name .ckptbench-run | sed 's|^\./ckptbench-[^/]*/||' | sort | tr '\n' ' ')"
 if [ "$files" = "point-001/rep-01/node_0000.ckpt point-001/rep-01/node_0001.ckpt " ]; then
   ok "(b) one file per node on disk: $files"
 else

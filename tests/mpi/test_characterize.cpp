@@ -23,7 +23,7 @@ CharacterizeOptions small_options(const std::string& target, const std::string& 
   CharacterizeOptions o;
   o.config_document = default_config();
   o.target = target;
-  o.budget_s = 20;
+  o.budget_s = 120;  // a cap (the budget bounds the command): ends on its own well before
   o.ci_width = 0.5;  // wide: few repetitions; the test checks the walk, not this VM's speed
   o.min_reps = 2;
   o.max_reps = 3;
