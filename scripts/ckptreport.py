@@ -9,23 +9,34 @@ section "CSV"; the same columns as `ckptbench run --csv FILE`).
 Defensive on purpose: a report may be partial (a failed or interrupted run), or from an older
 schema; missing values (absent or null) come back as None rather than raising. A file that is not
 a sound report is refused with one ReportError naming the file and what is wrong (the scripts
-print it as one line and exit 2): larger than MAX_REPORT_BYTES (checked before reading), not
-UTF-8, not JSON, nested more than MAX_DEPTH levels, a string that is not valid Unicode (a lone
-surrogate such as \\ud800), or a field the scripts use with the wrong type, e.g. "points[3].config
-is a list, want an object" (REPORT_FIELDS; paths count list items from 0). Standard library only.
+print it as one line and exit 2): not a regular file (a FIFO, directory, device or socket is
+refused before it is opened: scripts/ckptinput.py, the binary's rules for the files it reads),
+larger than MAX_REPORT_BYTES (checked before reading), not UTF-8, not JSON, nested more than
+MAX_DEPTH levels, a string that is not valid Unicode (a lone surrogate such as \\ud800), or a
+field the scripts use with the wrong type, e.g. "points[3].config is a list, want an object"
+(REPORT_FIELDS; paths count list items from 0). -o FILE is checked before the report is read
+(not a directory, a writable place) and written through a temporary file renamed into place.
+Standard library only (and scripts/ckptinput.py next to this file).
 """
 
 import argparse
 import csv
+import gc
 import importlib.util
 import json
 import math
 import os
 import re
-import stat
 import statistics
 import subprocess
 import sys
+
+# ckptinput.py lives beside this file (scripts/); found also when this module is imported from
+# elsewhere with only its own directory on the path.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+from ckptinput import PathError, check_output_file, read_input, write_atomic  # noqa: E402
 
 PHASES = ("save", "restore")
 # Keys of a config that describe the run rather than a point's I/O pattern.
@@ -38,6 +49,8 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 # is read; a deeper document after parsing (ckptbench writes about 10 levels; Python's json parser
 # itself gives up near 1,000 levels with a RecursionError, which is caught). Numbers the scripts
 # use must lie in 0..MAX_NUMBER (the report's int64 range; keeps sums and plot axes finite).
+# ckptbench itself reads reports up to 1 GiB (kMaxReportBytes); a parsed report takes several
+# times its size in Python's memory, so these scripts stop at 256 MiB.
 MAX_REPORT_BYTES = 256 * 2**20
 MAX_DEPTH = 64
 MAX_NUMBER = 2.0 ** 63
@@ -86,19 +99,14 @@ def require_module(script, module, install, switch=True):
 # ---------------------------------------------------------------- reading reports
 
 def _read_text(path, errors="strict"):
-    """The file's text (UTF-8); ReportError naming the file when it cannot be read, is larger
-    than MAX_REPORT_BYTES or (errors="strict") is not UTF-8."""
-    too_big = f"larger than {MAX_REPORT_BYTES // 2**20} MiB, the most these scripts read"
+    """The file's text (UTF-8); ReportError naming the file when it is not a regular file (a
+    FIFO, a directory, a device, a socket: refused before it is opened, never read), cannot be
+    read, is larger than MAX_REPORT_BYTES or (errors="strict") is not UTF-8. ckptinput.py's
+    read_input: the binary's rules for a file it reads."""
     try:
-        with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            if stat.S_ISREG(st.st_mode) and st.st_size > MAX_REPORT_BYTES:
-                raise ReportError(f"{path}: {st.st_size} bytes, {too_big}")
-            data = f.read(MAX_REPORT_BYTES + 1)  # a pipe or device has no size to check first
-    except OSError as e:
-        raise ReportError(f"{path}: cannot read ({e.strerror or e})") from e
-    if len(data) > MAX_REPORT_BYTES:
-        raise ReportError(f"{path}: {too_big}")
+        data = read_input(path, MAX_REPORT_BYTES)
+    except PathError as e:
+        raise ReportError(str(e)) from None
     try:
         return data.decode("utf-8", errors=errors)
     except UnicodeDecodeError as e:
@@ -108,6 +116,9 @@ def _read_text(path, errors="strict"):
 
 # A lone UTF-16 surrogate: json accepts "\ud800", but it cannot be printed or drawn.
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# How one gets into a parsed document: strict UTF-8 refuses encoded surrogates, so only as the
+# escape \uD800..\uDFFF in the JSON text (a pair of them, one character, included).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _jpath(keys):
@@ -125,9 +136,30 @@ def _jpath(keys):
     return out or "the document"
 
 
-def _check_tree(doc, path):
+def _check_tree(doc, path, text=None):
     """ReportError when doc nests more than MAX_DEPTH levels or holds a string (or key) with a
-    lone surrogate. Iterative: a deep document cannot exhaust Python's stack here."""
+    lone surrogate. Iterative: a deep document cannot exhaust Python's stack here. With text
+    (the JSON doc was parsed from) free of surrogate escapes, only the depth is measured, level
+    by level over the containers alone; the walk over every value (_check_values) then runs only
+    to name the place of an error."""
+    if text is not None and not _SURROGATE_ESCAPE.search(text):
+        level, depth = [doc], 1
+        while level:
+            if depth > MAX_DEPTH:
+                break  # _check_values names the place
+            nxt = []
+            for v in level:
+                nxt += [x for x in (v.values() if type(v) is dict else v)
+                        if type(x) is dict or type(x) is list]
+            level, depth = nxt, depth + 1
+        else:
+            return
+    _check_values(doc, path)
+
+
+def _check_values(doc, path):
+    """_check_tree over every value: the first container deeper than MAX_DEPTH or string with a
+    lone surrogate, depth first, raises ReportError naming its JSON path."""
     stack = [(doc, 1, None, None)]  # (value, depth, parent entry, key in the parent)
 
     def where(entry, key=None):
@@ -157,7 +189,11 @@ def _check_tree(doc, path):
 
 
 def _parse(path, text):
-    """text as JSON, checked by _check_tree; ReportError naming the file when it is not JSON."""
+    """text as JSON, checked by _check_tree; ReportError naming the file when it is not JSON.
+    The cyclic garbage collector is off while the parser builds the document (millions of
+    objects, no cycles possible: the collections it would run find nothing)."""
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         doc = json.loads(text)
     except RecursionError:
@@ -167,8 +203,11 @@ def _parse(path, text):
         raise ReportError(f"{path}: too large to parse in this machine's memory") from None
     except ValueError as e:
         raise ReportError(f"{path}: not valid JSON ({e})", other_tool=True) from e
+    finally:
+        if collecting:
+            gc.enable()
     if isinstance(doc, (dict, list)):
-        _check_tree(doc, path)
+        _check_tree(doc, path, text)
     return doc
 
 
@@ -282,30 +321,68 @@ def _fits(v, spec):
     return (0.0 if spec == "number" else -MAX_NUMBER) <= f <= MAX_NUMBER  # False for NaN
 
 
+def _fits_scalar(v, spec):
+    """_fits for a scalar spec, with a short way for the floats that fill a report."""
+    if type(v) is float and (spec == "number" or spec == "signed"):
+        return (0.0 if spec == "number" else -MAX_NUMBER) <= v <= MAX_NUMBER  # False for NaN
+    return spec == "any" or _fits(v, spec)
+
+
 def check_fields(v, spec, path, where=()):
     """ReportError naming path and the JSON path of the first value in v that does not fit
-    spec (see REPORT_FIELDS). Recursion follows spec, which is a few levels deep."""
+    spec (see REPORT_FIELDS). Recursion follows spec, which is a few levels deep. A report holds
+    millions of values: _check_list and _check_dict check the scalars and objects that fit in
+    their own loops, and come back here for the message of one that does not."""
     if not _fits(v, spec):
         raise ReportError(f"{path}: {_jpath(where)} is {_kind(v)}, want {_want(spec)}")
     if isinstance(spec, tuple):
         spec = next(s for s in spec if _fits(v, s))
     if isinstance(spec, list):
-        for i, x in enumerate(v):
-            if x is None and spec[0] not in _SCALARS:
-                raise ReportError(f"{path}: {_jpath(where + (i,))} is null, want "
-                                  f"{_want(spec[0])}")
-            if x is not None:
-                check_fields(x, spec[0], path, where + (i,))
+        _check_list(v, spec[0], path, where)
     elif isinstance(spec, dict):
-        for k, x in v.items():
-            sub = spec.get(k, spec.get("*"))
-            if x is not None and sub is not None and k != "<=":
+        _check_dict(v, spec, path, where)
+
+
+def _check_list(v, sub, path, where):
+    """check_fields of the list v, its items of spec sub."""
+    if isinstance(sub, str):  # one of _SCALARS: a null item is missing, allowed
+        number = sub == "number"
+        for i, x in enumerate(v):
+            if x is None or (number and type(x) is float and 0.0 <= x <= MAX_NUMBER):
+                continue
+            if not _fits_scalar(x, sub):
+                check_fields(x, sub, path, where + (i,))
+        return
+    for i, x in enumerate(v):
+        if x is None:
+            raise ReportError(f"{path}: {_jpath(where + (i,))} is null, want {_want(sub)}")
+        if type(x) is dict and type(sub) is dict:
+            _check_dict(x, sub, path, where + (i,))
+        else:
+            check_fields(x, sub, path, where + (i,))
+
+
+def _check_dict(v, spec, path, where):
+    """check_fields of the object v against the dict spec."""
+    star = spec.get("*")
+    for k, x in v.items():
+        sub = spec.get(k, star)
+        if x is None or sub is None or k == "<=":
+            continue
+        t = type(sub)
+        if t is str:
+            if not (sub == "number" and type(x) is float and 0.0 <= x <= MAX_NUMBER) \
+                    and not _fits_scalar(x, sub):
                 check_fields(x, sub, path, where + (k,))
-        order = [(k, v[k]) for k in spec.get("<=", ()) if v.get(k) is not None]
-        for (k1, x1), (k2, x2) in zip(order, order[1:]):
-            if x1 > x2:
-                raise ReportError(f"{path}: {_jpath(where)}: {k1} {_kind(x1)} is above {k2} "
-                                  f"{_kind(x2)}, want {' <= '.join(spec['<='])}")
+        elif t is dict and type(x) is dict:
+            _check_dict(x, sub, path, where + (k,))
+        else:
+            check_fields(x, sub, path, where + (k,))
+    order = [(k, v[k]) for k in spec.get("<=", ()) if v.get(k) is not None]
+    for (k1, x1), (k2, x2) in zip(order, order[1:]):
+        if x1 > x2:
+            raise ReportError(f"{path}: {_jpath(where)}: {k1} {_kind(x1)} is above {k2} "
+                              f"{_kind(x2)}, want {' <= '.join(spec['<='])}")
 
 
 def get(obj, *path, default=None):
@@ -456,7 +533,7 @@ def load_reference(path):
         raise ReportError(f"{path}: nested too deeply to parse (at most {MAX_DEPTH} levels "
                           "are read)") from None
     if isinstance(doc, (dict, list)):
-        _check_tree(doc, path)
+        _check_tree(doc, path, text)
     if isinstance(doc, dict) and isinstance(doc.get("jobs"), list):
         lines = _fio_lines(doc)
     elif isinstance(doc, dict) and isinstance(doc.get("summary"), list):
@@ -595,19 +672,16 @@ def main(argv=None):
     c.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     a = ap.parse_args(argv)
     try:
+        if a.output:  # before the report is read: a path that cannot be written ends here
+            check_output_file(a.output, "-o")
         doc = load_report(a.report, require_schema=True)
-    except ReportError as e:
+        if a.output:  # through a temporary file: a failure leaves nothing half-written
+            write_atomic(a.output, lambda f: write_csv(doc, f), "-o", encoding="utf-8",
+                         newline="")
+    except (ReportError, PathError) as e:
         print(f"ckptreport.py: error: {e}", file=sys.stderr)
         return 2
-    if a.output:
-        try:
-            with open(a.output, "w", encoding="utf-8", newline="") as f:
-                write_csv(doc, f)
-        except OSError as e:
-            print(f"ckptreport.py: error: {a.output}: cannot write ({e.strerror or e})",
-                  file=sys.stderr)
-            return 2
-    else:
+    if not a.output:
         write_csv(doc, sys.stdout)
     return 0
 

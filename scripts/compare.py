@@ -39,12 +39,15 @@ all their steps: waits at the framework's collectives, and on the real side what
 not split (DCP's planning). --match does not apply here.
 
 Exit status: 0 when the comparison was printed (also when nothing matched), 2 on an unreadable
-file, a document that is not a ckptbench report, reports of different schema_version, or a report
-that fails scripts/ckptreport.py's checks (larger than 256 MiB, not UTF-8, nested more than 64
-levels, a field used here with the wrong type or a number out of range): one line on stderr naming
-the file and what is wrong, e.g. "compare.py: error: B.json: points[3].config is a list, want an
-object" (list items counted from 0).
-Standard library only (and scripts/ckptreport.py next to this script).
+file, a path that is not a regular file (a FIFO, a directory, a device: refused before it is
+opened, as ckptbench refuses it; scripts/ckptinput.py), a document that is not a ckptbench
+report, reports of different schema_version, or a report that fails scripts/ckptreport.py's
+checks (larger than 256 MiB, not UTF-8, nested more than 64 levels, a field used here with the
+wrong type or a number out of range): one line on stderr naming the file and what is wrong,
+e.g. "compare.py: error: B.json: points[3].config is a list, want an object" (list items counted
+from 0).
+The comparison goes to stdout (no output file). Standard library only (and scripts/ckptreport.py
+and scripts/ckptinput.py next to this script).
 """
 
 import argparse
@@ -59,8 +62,8 @@ try:
     from ckptreport import ReportError as Fail
     from ckptreport import load_report, phase_bandwidth as bandwidth
 except ImportError:
-    print("compare.py: error: needs ckptreport.py from the same directory (scripts/); run "
-          "scripts/compare.py from the ckptbench source tree", file=sys.stderr)
+    print("compare.py: error: needs ckptreport.py and ckptinput.py from the same directory "
+          "(scripts/); run scripts/compare.py from the ckptbench source tree", file=sys.stderr)
     sys.exit(2)
 
 TEST_NAME = "Welch's t-test"

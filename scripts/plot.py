@@ -18,7 +18,9 @@ Figures (each skipped, with a one-line note, when the reports hold no data for i
   phase_steps               per point and phase, the mean over ranks of open/create, transfer,
                             sync and close time, stacked (metadata-bound layouts: long open
                             and close segments)
-  rank_times                per-rank phase time of every repetition (stragglers)
+  rank_times                per-rank phase time of every repetition (stragglers); a legend
+                            entry per repetition up to MAX_LEGEND_REPS, more coloured by
+                            repetition number (a colour bar)
   latency                   transfer latency percentiles (p50 .. max) per point: lines up to 15
                             points, a heatmap (point x percentile) from 16 points on
   lifecycle                 per point, what a checkpoint blocks training and when it is durable
@@ -43,10 +45,17 @@ the transfer-size, queue-depth and backend figures of the probes so far (no knee
 summaryFormat=JSON: summary[].bwMeanMIB per operation) as a labelled line ("fio write 1.23
 GiB/s") on the bandwidth figures: writes on the save panels, reads on the restore panels.
 
-Inputs that are not ckptbench reports (unreadable, not JSON, another tool's JSON, or a report
-that fails scripts/ckptreport.py's checks: over 256 MiB, nested over 64 levels, a field of the
-wrong type) are skipped with a warning naming the file and what is wrong; the exit status is 2
-only when no input is a report (with a single input: one line on stderr, "plot.py: error: ...").
+Inputs that are not ckptbench reports (not a regular file - a FIFO, a directory, a device,
+refused without being read, as ckptbench refuses them (scripts/ckptinput.py) -, unreadable, not
+JSON, another tool's JSON, or a report that fails scripts/ckptreport.py's checks: over 256 MiB,
+nested over 64 levels, a field of the wrong type) are skipped with a warning naming the file and
+what is wrong; the exit status is 2 only when no input is a report (with a single input: one
+line on stderr, "plot.py: error: ..."). A --reference file is read the same way.
+--out DIR is checked before any report is read: a path that exists and is not a directory, one
+below a file, in a directory this user cannot write or on a kernel pseudo file system (/proc)
+exits 2 with one line naming --out and why. Each figure is written to a temporary file renamed
+into place: a failure (a full disk) exits 2 naming the file and leaves no half-written figure,
+nor the --out directory when it made it and wrote nothing.
 Text drawn from the reports (labels, legends, titles) is cut to LABEL_WIDTH characters.
 Several reports are pooled: a point's series label then includes the report's name
 (config.name, else the file name). Python 3 and matplotlib (Debian: python3-matplotlib, or
@@ -62,11 +71,12 @@ import statistics
 import sys
 
 try:
+    from ckptinput import PathError, check_output_dir, make_dirs, remove_dirs, write_atomic
     from ckptreport import PHASES, RUN_SPECIFIC_KEYS, ReportError, get, load_reference, \
         load_report, num, phase_bandwidth, rep_values, require_module, short
 except ImportError:
-    print("plot.py: error: needs ckptreport.py from the same directory (scripts/); run "
-          "scripts/plot.py from the ckptbench source tree", file=sys.stderr)
+    print("plot.py: error: needs ckptreport.py and ckptinput.py from the same directory "
+          "(scripts/); run scripts/plot.py from the ckptbench source tree", file=sys.stderr)
     sys.exit(2)
 
 BACKEND_SECTIONS = ("posix", "io_uring", "mpiio", "hdf5")
@@ -80,6 +90,14 @@ MAX_LATENCY_LINES = 15
 MAX_VERTICAL_BOXES = 16
 # Rows of the tall figures (rank_times, latency heatmap, bandwidth_points).
 MAX_ROWS = 80
+# rank_times: up to MAX_LEGEND_REPS repetitions, each repetition's dots have a marker and colour
+# of their own and a legend entry; more are coloured by repetition number in REP_BANDS bands (a
+# colour bar). Above RASTER_DOTS dots they are drawn as an image in SVG and PDF (a vector element
+# per dot makes files of tens of MB).
+MARKERS = "os^Dv<>p"
+MAX_LEGEND_REPS = 12
+REP_BANDS = 10
+RASTER_DOTS = 20000
 # Short names for legend labels.
 SHORT = {"queue_depth": "QD", "block_size": "bs", "parallelism.tp": "TP", "parallelism.pp": "PP",
          "parallelism.dp": "DP", "parallelism.zero_stage": "ZeRO", "stripe_count": "stripes",
@@ -288,11 +306,15 @@ class Plotter:
 
     def finish(self, fig, name, what):
         fig.suptitle(shown(f"{self.title}: {what}", 300), fontsize=11)
-        for fmt in self.formats:
-            path = os.path.join(self.out, f"{name}.{fmt}")
-            fig.savefig(path, dpi=110)
-            self.written.append(path)
-        self.plt.close(fig)
+        try:
+            for fmt in self.formats:
+                # Through a temporary file renamed into place: a full disk leaves no half figure.
+                path = os.path.join(self.out, f"{name}.{fmt}")
+                write_atomic(path, lambda f: fig.savefig(f, format=fmt, dpi=110), "--out",
+                             mode="wb")
+                self.written.append(path)
+        finally:
+            self.plt.close(fig)
 
     def series_keys(self, exclude):
         return varying_keys(self.points, exclude=exclude)
@@ -607,25 +629,27 @@ class Plotter:
         else:
             fig, grid = self.figure(2, 1, (max(8, 0.7 * len(rows) + 3), 9))
             axes = [grid[0][0], grid[1][0]]
-        markers = "os^Dv<>p"
         for ax, phase in zip(axes, PHASES):
             data, ratios = [], []
+            # Every dot: (time, position, repetition); the legend names the first point's.
+            dots, named = ([], [], []), []
             for i, (p, pp) in enumerate(rows):
                 reps = pp.get(phase, [])
                 alltimes = [v for rep in reps for v in rep]
                 data.append(alltimes if alltimes else [float("nan")])
                 for ri, rep in enumerate(reps):
                     n = len(rep)
-                    pos = [i + 1 + (0.25 * (j / max(1, n - 1) - 0.5) if n > 1 else 0)
-                           for j in range(n)]
-                    xy = (rep, pos) if horizontal else (pos, rep)
-                    ax.scatter(*xy, s=10 if horizontal else 12,
-                               marker=markers[ri % len(markers)], alpha=0.7, color=f"C{ri % 10}",
-                               label=f"repetition {ri + 1}" if i == 0 else None)
+                    dots[0].extend(rep)
+                    dots[1].extend(i + 1 + (0.25 * (j / max(1, n - 1) - 0.5) if n > 1 else 0)
+                                   for j in range(n))
+                    dots[2].extend([ri] * n)
+                    if i == 0:
+                        named.append(ri)
                 sr = [num(get(r, phase, "straggler_ratio"))
                       for r in get(p.raw, "repetitions", default=[]) or []]
                 sr = [v for v in sr if v is not None]
                 ratios.append(max(sr) if sr else None)
+            legend = self.rank_dots(fig, ax, dots, named, horizontal)
             ax.boxplot(data, widths=0.5, showfliers=False, vert=not horizontal)
             top = max((v for d in data for v in d if v == v), default=0)
             top = top if top > 0 else 1.0
@@ -654,12 +678,52 @@ class Plotter:
                 ax.grid(True, axis="y", alpha=0.3)
             ax.set_title(f"{phase}: a dot per rank and repetition; number = worst straggler "
                          "ratio (max/mean rank time)", fontsize=9)
-            ax.legend(fontsize=7, loc="lower right")
+            if legend:
+                ax.legend(fontsize=7, loc="lower right")
         if horizontal:
             axes[0].set_ylabel("point")
             axes[0].set_ylim(len(rows) + 0.5, 0.5)  # first point on top (shared by both)
         self.finish(fig, name, "per-rank time distribution (stragglers)")
         return True
+
+    def rank_dots(self, fig, ax, dots, named, horizontal):
+        """rank_times' dots, dots = (times, positions, repetitions from 0): up to MAX_LEGEND_REPS
+        repetitions a scatter each (marker and colour of its own, named in the legend when the
+        first point has it: returns True), more coloured by repetition (REP_BANDS bands of
+        repetitions, a colour bar). A scatter per point and repetition took minutes for
+        thousands of repetitions: matplotlib re-scans every collection of the axes at each one
+        added. Above RASTER_DOTS dots they are an image in SVG and PDF (not an element per dot)."""
+        vals, pos, rep_of = dots
+        extra = {"rasterized": True} if len(vals) > RASTER_DOTS else {}
+        size = 10 if horizontal else 12
+        nreps = max(rep_of + named, default=-1) + 1
+        if nreps > MAX_LEGEND_REPS:
+            # REP_BANDS colours, a scatter each: one colour per scatter lets matplotlib stamp
+            # the marker (a colour per dot draws each dot apart, seconds per 100,000 dots).
+            import numpy as np
+            from matplotlib.cm import ScalarMappable
+            cmap = self.plt.get_cmap("viridis", REP_BANDS)
+            norm = self.norms[False](vmin=1, vmax=max(nreps, 2))
+            v, y = np.asarray(vals, dtype=float), np.asarray(pos, dtype=float)
+            band = np.minimum((norm(np.asarray(rep_of) + 1) * REP_BANDS).astype(int),
+                              REP_BANDS - 1)
+            for b in range(REP_BANDS):
+                sel = band == b
+                xy = (v[sel], y[sel]) if horizontal else (y[sel], v[sel])
+                ax.scatter(*xy, s=size, color=cmap(b), alpha=0.7, marker="o", **extra)
+            bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, pad=0.01)
+            bar.set_label("repetition", fontsize=8)
+            return False
+        by_rep = [([], []) for _ in range(nreps)]
+        for v, y, r in zip(vals, pos, rep_of):
+            by_rep[r][0].append(v)
+            by_rep[r][1].append(y)
+        for ri, (v, y) in enumerate(by_rep):
+            xy = (v, y) if horizontal else (y, v)
+            ax.scatter(*xy, s=size, marker=MARKERS[ri % len(MARKERS)], alpha=0.7,
+                       color=f"C{ri % 10}",
+                       label=f"repetition {ri + 1}" if ri in named else None, **extra)
+        return bool(named)
 
     def latency(self):
         name = "latency"
@@ -1237,7 +1301,9 @@ def main(argv=None):
         epilog="Figures a report has no data for are skipped with a one-line note. Inputs "
         "that are not ckptbench reports are skipped with a warning.")
     ap.add_argument("reports", nargs="+", metavar="REPORT.json")
-    ap.add_argument("--out", required=True, metavar="DIR", help="output directory (created)")
+    ap.add_argument("--out", required=True, metavar="DIR",
+                    help="output directory (made when missing; checked before any report is "
+                    "read)")
     ap.add_argument("--format", default="png,svg",
                     help="comma-separated list of png, svg, pdf (default: png,svg)")
     ap.add_argument("--reference", action="append", default=[], metavar="FILE",
@@ -1250,6 +1316,11 @@ def main(argv=None):
     if bad or not formats:
         print(f"plot.py: error: --format: unknown format {','.join(bad) or '(empty)'} "
               "(allowed: png, svg, pdf)", file=sys.stderr)
+        return 2
+    try:  # before any work: an --out that cannot be a directory of figures ends here
+        check_output_dir(a.out, "--out")
+    except PathError as e:
+        print(f"plot.py: error: {e}", file=sys.stderr)
         return 2
     # Re-running under another python only from the command line, not when called as a function.
     require_module("plot.py", "matplotlib",
@@ -1307,9 +1378,18 @@ def main(argv=None):
     if not any(r.points for r in reports):
         print("plot.py: error: the reports have no completed points to plot", file=sys.stderr)
         return 2
-    os.makedirs(a.out, exist_ok=True)
-    pl = Plotter(reports, refs, a.out, formats)
-    pl.all()
+    made = []
+    try:
+        made = make_dirs(a.out)
+        pl = Plotter(reports, refs, a.out, formats)
+        pl.all()
+    except (PathError, OSError) as e:
+        if not os.path.isdir(a.out) or not os.listdir(a.out):
+            remove_dirs(made)  # nothing written: leave nothing behind
+        msg = e if isinstance(e, PathError) else f"--out {a.out}: cannot create it or write " \
+            f"in it ({e.strerror or e})"
+        print(f"plot.py: error: {msg}", file=sys.stderr)
+        return 2
     for path in pl.written:
         print(f"wrote {path}")
     return 0

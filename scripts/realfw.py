@@ -29,8 +29,11 @@ How it works:
      data), as a training process holds its state, before anything is timed.
   3. Per repetition, in a fresh directory RUN_DIR/point-001/rep-NN: the timed save (barrier, then
      each rank's time.perf_counter() around the framework's calls), the untimed cache step
-     (drop-caches, fadvise or none) and page-cache residency sample, the timed restore, then the
-     untimed verification of every restored tensor (bitwise, and the key sets).
+     (fadvise, drop-caches or none) and page-cache residency sample, the timed restore, then the
+     untimed verification of every restored tensor (bitwise, and the key sets), then (without
+     --keep) the clean-up: each rank unlinks the files it wrote, rank 0 removes the directories
+     the run made once they are empty (rmdir; a file realfw.py did not write is never removed,
+     and a directory holding one is left with a warning in the report).
   4. Rank 0 writes a report in ckptbench's layout (docs/report.schema.json, tool.name
      "ckptbench-realfw", a `framework` object) and prints one line per phase.
 
@@ -39,9 +42,21 @@ single_file_per_rank False/True, default item); --fsync (torch-save: reopen O_RD
 close after each torch.save, timed as step sync_s; DCP always runs with sync_files=True);
 --config FILE and --set KEY=VALUE (to ckptbench plan); --binary PATH (default $CKPT_BINARY, else
 build/ckptbench of this repo); --target DIR (required); -o REPORT (default
-results/realfw-<framework>-<UTC time>.json); --repetitions R; --cache drop-caches|fadvise|none
-(default drop-caches when root and /proc/sys/vm/drop_caches is writable, else fadvise); --keep
-(keep the files; default delete them); --quiet.  `realfw.py --help` lists them all.
+results/realfw-<framework>-<UTC time>.json); --repetitions R; --cache fadvise|drop-caches|none
+(default fadvise: each rank fsyncs and posix_fadvise(POSIX_FADV_DONTNEED)s the files it will read,
+as ckptbench's cache "fadvise"; drop-caches, which drops the page cache of the whole node - every
+job's - only when given, as ckptbench does only with cache "drop-caches"; the config's "cache"
+is not read: give --cache as the replay's config has it); --keep (keep the files; default delete
+them); --quiet.  `realfw.py --help` lists them all.
+
+The target is refused (exit 2, before MPI, torch or any I/O starts) where ckptbench refuses it
+(scripts/ckptinput.py check_target, src/fs.cpp check_target): a system directory (/, /bin, /boot,
+/dev, /etc, /lib, /lib64, /proc, /root, /run, /sbin, /sys, /usr, /var, /home, /opt, /srv, /tmp,
+/var/tmp, /mnt, /media), also when symbolic links lead there, the home directory itself, a
+symbolic link, a path that is not a directory, a kernel pseudo file system (proc, sysfs, cgroup,
+...). Use a directory of your own below one, e.g. /var/tmp/rfw. -o REPORT is checked with the
+other inputs (not a directory, a writable place) and written through a temporary file renamed
+into place.
 
 What the framework writes: torch-save writes exactly the plan's files of each rank (writers ==
 [rank]; a shared file is refused; files without tensors, such as DeepSpeed's `latest`, are not
@@ -78,7 +93,7 @@ framework opens, writes and closes inside its own calls) and are therefore absen
 
 Exit codes: 0 success; 2 bad input (options, config, plan, target), found before any I/O;
 1 (MPI_Abort) an error during the run, printed with the rank that saw it.
-Only torch, mpi4py and the standard library are used.
+Only torch, mpi4py, the standard library and scripts/ckptinput.py (beside this file) are used.
 """
 
 import argparse
@@ -88,7 +103,6 @@ import json
 import mmap
 import os
 import platform
-import shutil
 import socket
 import statistics
 import subprocess
@@ -96,16 +110,30 @@ import sys
 import time
 import zlib
 
-try:
-    from mpi4py import MPI
+try:  # beside this file (scripts/): the binary's rules for targets and outputs
+    from ckptinput import PathError, check_output_file, check_target, make_dirs, remove_dirs, \
+        write_atomic
 except ImportError as _e:
-    sys.stderr.write(f"realfw: error: cannot import mpi4py with {sys.executable} ({_e}); run the "
-                     "Python that has torch and mpi4py (e.g. /usr/bin/python3)\n")
+    sys.stderr.write(f"realfw: error: needs ckptinput.py from the same directory (scripts/) "
+                     f"({_e}); run scripts/realfw.py from the ckptbench source tree\n")
     sys.exit(2)
 
-COMM = MPI.COMM_WORLD
-RANK = COMM.Get_rank()
-SIZE = COMM.Get_size()
+
+def launcher_rank():
+    """This process's rank as the launcher gives it before MPI starts (Open MPI, PMIx, MPICH's
+    Hydra, Slurm), else 0: the options are checked, and refused on rank 0 only, before mpi4py
+    (MPI_Init) and torch are imported."""
+    for var in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"):
+        v = os.environ.get(var, "")
+        if v.isdigit():
+            return int(v)
+    return 0
+
+
+MPI = None  # mpi4py's MPI, COMM_WORLD and its rank and size: set by init_mpi()
+COMM = None
+RANK = launcher_rank()
+SIZE = None
 HOST = socket.gethostname()
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GiB = float(1 << 30)
@@ -138,10 +166,25 @@ def say(msg, args=None):
         print(msg, flush=True)
 
 
+def init_mpi():
+    """Imports mpi4py (which starts MPI) once the options are known to be good."""
+    global MPI, COMM, RANK, SIZE
+    try:
+        from mpi4py import MPI as _mpi
+    except ImportError as e:
+        sys.stderr.write(f"realfw: error: cannot import mpi4py with {sys.executable} ({e}); run "
+                         "the Python that has torch and mpi4py (e.g. /usr/bin/python3)\n")
+        sys.exit(2)
+    MPI, COMM = _mpi, _mpi.COMM_WORLD
+    RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
+
+
 def abort(msg, code=1):
     """One clear line naming this rank, then end the whole job rather than let others hang."""
     sys.stderr.write(f"realfw: rank {RANK} ({HOST}): error: {msg}\n")
     sys.stderr.flush()
+    if COMM is None:  # before MPI started: this process alone
+        sys.exit(code)
     COMM.Abort(code)
 
 
@@ -232,14 +275,19 @@ def parse_args(argv):
                    help="ckptbench binary (default: $CKPT_BINARY, else build/ckptbench of this repo)")
     p.add_argument("-t", "--target", metavar="DIR", required=True,
                    help="directory to write into; a fresh run directory "
-                        "realfw-<framework>-<UTC time> is created inside")
+                        "realfw-<framework>-<UTC time> is created inside. Refused, as ckptbench "
+                        "refuses it: a system directory (/, /etc, /tmp, /var/tmp, /home, ...; "
+                        "also through symbolic links), your home directory itself, a symbolic "
+                        "link, a kernel pseudo file system (proc, sysfs, ...)")
     p.add_argument("-o", "--output", metavar="REPORT",
                    help="report path (default: results/realfw-<framework>-<UTC time>.json)")
     p.add_argument("-r", "--repetitions", type=positive_int, default=1, metavar="R",
                    help="save + restore cycles (default 1)")
-    p.add_argument("--cache", choices=["drop-caches", "fadvise", "none"], default=None,
-                   help="what keeps the page cache out of the restore (default: drop-caches when "
-                        "root and /proc/sys/vm/drop_caches is writable, else fadvise)")
+    p.add_argument("--cache", choices=["drop-caches", "fadvise", "none"], default="fadvise",
+                   help="what keeps the page cache out of the restore: fadvise (default: each "
+                        "rank fsyncs and posix_fadvise(DONTNEED)s the files it will read), "
+                        "drop-caches (the whole node's page cache, as ckptbench's cache "
+                        "\"drop-caches\": only when given; needs root), none")
     p.add_argument("--keep", action="store_true", help="keep the checkpoint files (default: delete)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary lines")
     args = p.parse_args(argv)
@@ -264,8 +312,10 @@ def parse_args(argv):
         p.error(f"argument --binary: '{args.binary}' is not an executable file "
                 "(build ckptbench, or give --binary / $CKPT_BINARY)")
     args.binary = os.path.abspath(args.binary)
-    if os.path.exists(args.target) and not os.path.isdir(args.target):
-        p.error(f"argument --target: '{args.target}' exists and is not a directory")
+    try:  # before anything is imported or made: the targets ckptbench refuses
+        check_target(args.target)
+    except PathError as e:
+        p.error(str(e))
     args.target = os.path.abspath(args.target)
     return args
 
@@ -853,16 +903,14 @@ def environment(args, run_dir):
 
 def setup(args):
     """Rank 0: plan, checks, run directory. Returns the shared setup dict on every rank."""
-    result = None
+    result, made = None, []
     if RANK == 0:
         try:
             point, cmd = run_plan(args)
             warnings = check_plan(point, args.framework, SIZE)
             version, git = tool_version(args.binary)
             cache = args.cache
-            if cache is None:
-                cache = "drop-caches" if drop_caches_ok() else "fadvise"
-            elif cache == "drop-caches" and not drop_caches_ok():
+            if cache == "drop-caches" and not drop_caches_ok():
                 raise InputError("argument --cache: drop-caches needs root and a writable "
                                  "/proc/sys/vm/drop_caches (not in most containers); use "
                                  "fadvise or none")
@@ -870,14 +918,15 @@ def setup(args):
             output = args.output or os.path.join(
                 "results", f"realfw-{args.framework}-{stamp.replace(':', '-')}.json")
             output = os.path.abspath(output)
+            try:  # the report's directories are made when it is written
+                check_output_file(output, "--output")
+            except PathError as e:
+                raise InputError(str(e))
             try:
-                os.makedirs(os.path.dirname(output), exist_ok=True)
-                os.makedirs(args.target, exist_ok=True)
+                made = make_dirs(args.target)  # removed again when refused or, empty, at the end
             except OSError as e:
-                raise InputError(f"cannot create {e.filename}: {e.strerror}")
-            if not os.access(os.path.dirname(output), os.W_OK):
-                raise InputError(f"argument --output: cannot write into "
-                                 f"{os.path.dirname(output)}")
+                raise InputError(f"--target {args.target}: cannot create {e.filename}: "
+                                 f"{e.strerror}")
             # Free space: the framework adds a little per tensor (zip/pickle records).
             items = sum(len(f.get("items", [])) for f in point["file_list"])
             need = int(point["payload_bytes"] * 1.02) + 4096 * (items + len(point["file_list"]))
@@ -896,8 +945,9 @@ def setup(args):
                 raise InputError(f"cannot create the run directory {run_dir}: {e.strerror}")
             result = {"point": point, "plan_command": cmd, "warnings": warnings,
                       "version": version, "git": git, "cache": cache, "output": output,
-                      "run_dir": run_dir, "started_at": stamp}
+                      "run_dir": run_dir, "target_made": made, "started_at": stamp}
         except InputError as e:
+            remove_dirs(made)  # refused: leave nothing behind
             result = {"error": str(e)}
     result = COMM.bcast(result, root=0)
     if "error" in result:
@@ -1028,15 +1078,14 @@ def repetition(args, rep, st, tensors, work, node_comm):
     rrec["verified"] = verified
     restore_recs = COMM.gather(rrec, root=0)
 
-    # --- clean up (untimed) -----------------------------------------------------------------
+    # --- clean up (untimed): only what this run made ------------------------------------------
     COMM.Barrier()
     if not args.keep:
-        for p in written:
-            if not p.endswith(".metadata"):
-                os.unlink(p)
+        for p in written:  # this rank's files (rank 0 in DCP: .metadata too)
+            os.unlink(p)
         COMM.Barrier()
         if RANK == 0:
-            shutil.rmtree(pointdir)
+            note_left(st, remove_empty_tree(pointdir))
     if RANK != 0:
         return None
 
@@ -1058,6 +1107,28 @@ def repetition(args, rep, st, tensors, work, node_comm):
             "verified": True, "bytes_verified": sum(r["verified"] for r in restore_recs)}
 
 
+def remove_empty_tree(top):
+    """Removes top and the directories below it, deepest first, each only when empty (rmdir):
+    once this run's files are unlinked, nothing is left in the directories it made, and a file
+    it did not write is never removed. Returns the directories left (not empty)."""
+    left = []
+    for d, _, _ in os.walk(top, topdown=False):  # symbolic links are not followed
+        try:
+            os.rmdir(d)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            left.append(d)
+    return left
+
+
+def note_left(st, left):
+    """Rank 0: a warning in the report for directories the clean-up had to leave."""
+    if left:
+        st["warnings"].append(f"left {left[-1]} ({len(left)} directories): it holds files "
+                              "realfw.py did not write, which it does not remove")
+
+
 def phase_line(label, rep, reps, ph, extra):
     return (f"realfw: rep {rep}/{reps} {label:<7} {ph['bytes'] / GiB:.3f} GiB in "
             f"{ph['elapsed_s']:.3f} s = {ph['bandwidth_GiBps']:.3f} GiB/s ({extra})")
@@ -1067,7 +1138,8 @@ def phase_line(label, rep, reps, ph, extra):
 # Main
 
 def main(argv):
-    args = parse_args(argv)
+    args = parse_args(argv)  # every option checked (the target too) before MPI and torch start
+    init_mpi()
 
     # The framework first: a missing torch/DCP is bad input, found before anything is created.
     err = None
@@ -1140,11 +1212,18 @@ def main(argv):
         import torch.distributed as dist
         dist.destroy_process_group()
     if not args.keep and RANK == 0:
-        shutil.rmtree(st["run_dir"], ignore_errors=True)
+        left = remove_empty_tree(st["run_dir"])
+        note_left(st, left)
+        if not left:
+            remove_dirs(st["target_made"])  # the target, when this run made it
     if RANK != 0:
         return 0
+    return write_report(args, st, env, framework, point, reps)
 
-    # --- the report (rank 0) -------------------------------------------------------------------
+
+def write_report(args, st, env, framework, point, reps):
+    """Rank 0: the report, through a temporary file renamed into place (never half a report);
+    returns the exit status."""
     warnings = list(st["warnings"])
     if args.framework == "torch-save" and not args.fsync:
         warnings.append("save without --fsync: torch.save returns when the data is in the page "
@@ -1189,11 +1268,15 @@ def main(argv):
         del doc["config"]["file"]
     for w in warnings:
         sys.stderr.write(f"realfw: warning: {w}\n")
-    tmp = st["output"] + ".tmp"
-    with open(tmp, "w") as f:
+
+    def dump(f):
         json.dump(doc, f, indent=2)
         f.write("\n")
-    os.replace(tmp, st["output"])
+    try:
+        write_atomic(st["output"], dump, "--output")
+    except PathError as e:
+        sys.stderr.write(f"realfw: error: {e}\n")
+        return 1
     say(f"realfw: report {st['output']}", args)
     return 0
 

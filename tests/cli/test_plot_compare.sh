@@ -18,6 +18,13 @@
 #    above median): plot.py and compare.py exit 2 with one line on stderr naming the file and the
 #    JSON path, no traceback; a 100,000-character name and param value: plot.py draws every figure
 #    with the text cut (no matplotlib raster overflow), nothing on stderr;
+#  - inputs that are not regular files (a FIFO nothing writes, a directory, /dev/null) as a report
+#    or a --reference: exit 2 at once (within timeout 20) with one line naming the path and what
+#    it is, a --reference one skipped with a warning; plot.py --out an existing file, under a
+#    file, on procfs (a read-only directory as a user): exit 2, one line, before the reports are
+#    read, nothing changed; ckptreport.py csv -o a directory, under a file, a FIFO: exit 2; a
+#    figure or CSV too large to write (ulimit -f): exit 2, no half-written file, no temporary
+#    file, no directory made for it;
 #  - a characterization report (ckptbench characterize, 4 ranks, a short search): it validates
 #    against the schema; plot.py draws the characterization figures (transfer size, queue depth,
 #    backend x O_DIRECT, ceilings and misalignment, predicted vs measured) with the usual ones, and
@@ -592,7 +599,103 @@ else
   bad "plot.py long text: $(grep -o '<!-- [^>]* -->' "$svg" 2>/dev/null | cut -c1-120 | head -8)"
 fi
 
-# ---- 9. a characterization report (ckptbench characterize): a short search on 4 ranks
+# ---- 9. inputs that are not regular files, outputs that cannot be written (the binary's rules,
+# scripts/ckptinput.py). A FIFO (nothing ever writes it: a blocking open would wait forever), a
+# directory and a character device given as a report or a --reference end at once with exit 2
+# and one line naming the path and what it is; timeout 20 turns a regression into a failure.
+mkfifo "$work/pipe.json"
+# not_regular SCRIPT CASE PATH KIND ARGS...: SCRIPT ARGS exits 2 with one line on stderr.
+not_regular() {
+  local script="$1" case="$2" path="$3" kind="$4" code
+  shift 4
+  timeout 20 "$PY" "$SRC/scripts/$script" "$@" > "$work/nr.out" 2> "$work/nr.err"; code=$?
+  if [ "$code" -eq 2 ] && [ "$(wc -l < "$work/nr.err")" -eq 1 ] &&
+     grep -qF "$script: error: $path: is $kind" "$work/nr.err" && ! grep -q Traceback "$work/nr.err"; then
+    ok "$script $case: exit 2 at once: $(sed "s|$work/||g" "$work/nr.err" | cut -c1-150)"
+  else
+    bad "$script $case: exit $code$([ "$code" -eq 124 ] && echo " (timed out: blocked)"): $(head -c 600 "$work/nr.err")"
+  fi
+}
+fifo_kind="a FIFO (a named pipe, or a pipe such as <(...) gives), not a regular file"
+not_regular plot.py "a FIFO as the report" "$work/pipe.json" "$fifo_kind" "$work/pipe.json" --out "$work/nrfig"
+not_regular compare.py "a FIFO as B" "$work/pipe.json" "$fifo_kind" "$work/A.json" "$work/pipe.json"
+not_regular compare.py "a FIFO as A" "$work/pipe.json" "$fifo_kind" "$work/pipe.json" "$work/A.json"
+not_regular ckptreport.py "csv, a FIFO as the report" "$work/pipe.json" "$fifo_kind" csv "$work/pipe.json"
+not_regular compare.py "a directory as B" "$work" "a directory, not a regular file" "$work/A.json" "$work"
+not_regular compare.py "/dev/null as B" /dev/null "a character device, not a regular file" "$work/A.json" /dev/null
+[ ! -e "$work/nrfig" ] && ok "plot.py with a FIFO as its only input made no --out directory" ||
+  bad "plot.py with a FIFO as its only input made $work/nrfig"
+out="$(timeout 20 "$PY" "$SRC/scripts/plot.py" "$work/r.json" --out "$work/nrfig2" --format png \
+       --reference "$work/pipe.json" 2>&1)"; code=$?
+if [ "$code" -eq 0 ] && grep -qF "warning: --reference: skipping $work/pipe.json: is a FIFO" <<< "$out" &&
+   [ -s "$work/nrfig2/bandwidth_vs_block_size.png" ]; then
+  ok "plot.py --reference a FIFO: skipped with a warning naming it, the figures drawn"
+else bad "plot.py --reference FIFO: exit $code$([ "$code" -eq 124 ] && echo " (timed out: blocked)"): $out"; fi
+[ -p "$work/pipe.json" ] && ok "the FIFO is still a FIFO" || bad "the FIFO was replaced"
+
+# plot.py --out: an existing regular file, a path under a regular file, a kernel pseudo file
+# system (and, as a user, a directory without write permission): exit 2, one line naming --out
+# and why, no traceback, before any report is read (a missing report's message does not show),
+# nothing made or changed.
+echo "not a directory" > "$work/afile"
+# bad_out CASE DIR REGEX: plot.py missing.json --out DIR.
+bad_out() {
+  local code
+  timeout 60 "$PY" "$SRC/scripts/plot.py" "$work/missing.json" --out "$2" > "$work/bo.out" 2> "$work/bo.err"; code=$?
+  if [ "$code" -eq 2 ] && [ "$(wc -l < "$work/bo.err")" -eq 1 ] &&
+     grep -qE -- "^plot.py: error: --out $2: $3" "$work/bo.err" && ! grep -q Traceback "$work/bo.err"; then
+    ok "plot.py --out $1: exit 2 before reading the reports: $(sed "s|$work/||g" "$work/bo.err" | cut -c1-150)"
+  else bad "plot.py --out $1: exit $code: $(head -c 600 "$work/bo.err")"; fi
+}
+bad_out "an existing regular file" "$work/afile" "exists and is a regular file, not a directory"
+bad_out "under a regular file" "$work/afile/fig" ".*afile is a regular file, not a directory"
+bad_out "on procfs" "/proc/ckpt-plot-test" "/proc is on proc, a kernel pseudo file system"
+if [ "$(id -u)" -ne 0 ]; then
+  mkdir -p "$work/ro" && chmod 555 "$work/ro"
+  bad_out "in a directory without write permission" "$work/ro/fig" ".*ro is not writable"
+  chmod 755 "$work/ro"
+fi
+[ "$(cat "$work/afile")" = "not a directory" ] && [ ! -e /proc/ckpt-plot-test ] &&
+  ok "plot.py with a bad --out changed nothing" || bad "plot.py with a bad --out changed $work/afile"
+# A figure that cannot be written whole (RLIMIT_FSIZE 1 KiB: the write fails with EFBIG; Python
+# ignores SIGXFSZ): exit 2 naming the file, no figure, no temporary file left behind.
+out="$( (ulimit -f 1; "$PY" "$SRC/scripts/plot.py" "$work/r.json" --out "$work/fsz" --format png) 2>&1)"; code=$?
+if [ "$code" -eq 2 ] && grep -q "plot.py: error: --out $work/fsz/[a-z_]*\.png: cannot write: File too large" <<< "$out" &&
+   ! grep -q Traceback <<< "$out" && [ -z "$(ls -A "$work/fsz" 2> /dev/null)" ]; then
+  ok "plot.py: a figure too large to write: exit 2, no half-written figure or temporary file"
+else bad "plot.py under ulimit -f 1: exit $code: $(head -c 600 <<< "$out") / $(ls -A "$work/fsz" 2>&1)"; fi
+
+# ckptreport.py csv -o: a directory, a path under a file, a FIFO (left as it is; opening it to
+# write would wait for a reader), a file too large to write (nothing half-written, no temporary
+# file, no directory made for it).
+# bad_csv CASE FILE REGEX [ULIMIT_F]
+bad_csv() {
+  local code
+  ( [ -z "${4:-}" ] || ulimit -f "$4"
+    exec timeout 20 "$PY" "$SRC/scripts/ckptreport.py" csv "$work/r.json" -o "$2" ) \
+    > "$work/bc.out" 2> "$work/bc.err"; code=$?
+  if [ "$code" -eq 2 ] && [ "$(wc -l < "$work/bc.err")" -eq 1 ] &&
+     grep -qE -- "^ckptreport.py: error: -o $2: $3" "$work/bc.err" && ! grep -q Traceback "$work/bc.err"; then
+    ok "ckptreport.py csv -o $1: exit 2: $(sed "s|$work/||g" "$work/bc.err" | cut -c1-150)"
+  else bad "ckptreport.py csv -o $1: exit $code: $(head -c 600 "$work/bc.err")"; fi
+}
+mkdir -p "$work/csvdir"
+bad_csv "a directory" "$work/csvdir" "is a directory; give a file name"
+bad_csv "under a regular file" "$work/afile/r.csv" ".*afile is a regular file, not a directory"
+bad_csv "a FIFO" "$work/pipe.json" "is a FIFO"
+[ -p "$work/pipe.json" ] && ok "ckptreport.py csv -o FIFO: the FIFO is left as it is" || bad "csv -o replaced the FIFO"
+bad_csv "too large to write (ulimit -f 1)" "$work/csvdir/r.csv" "cannot write: File too large" 1
+if [ -z "$(ls -A "$work/csvdir")" ]; then ok "ckptreport.py csv -o: a failed write leaves no file and no temporary file"
+else bad "ckptreport.py csv -o, failed write left: $(ls -A "$work/csvdir")"; fi
+bad_csv "under a missing directory, too large" "$work/csvdir/new/sub/r.csv" "cannot write: File too large" 1
+if [ ! -e "$work/csvdir/new" ]; then ok "ckptreport.py csv -o: the directories made for a failed write are removed"
+else bad "ckptreport.py csv -o: a failed write left $(find "$work/csvdir/new")"; fi
+if "$PY" "$SRC/scripts/ckptreport.py" csv "$work/r.json" -o "$work/csvdir/new/r.csv" &&
+   cmp -s "$work/csvdir/new/r.csv" "$work/r.csv" && [ "$(ls -A "$work/csvdir/new")" = r.csv ]; then
+  ok "ckptreport.py csv -o into a missing directory: made, the same CSV, nothing else"
+else bad "ckptreport.py csv -o into a missing directory: $(ls -A "$work/csvdir/new" 2>&1)"; fi
+
+# ---- 10. a characterization report (ckptbench characterize): a short search on 4 ranks
 # (8 MiB probes, 2-3 repetitions each) and the check run of its recommendation. It validates
 # against the report schema (when jsonschema is here); plot.py draws its characterization figures
 # beside the usual ones; compare.py and ckptreport.py read it as the report it also is.

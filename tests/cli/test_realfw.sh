@@ -9,8 +9,43 @@
 # --fsync, replay sync=file); DCP with one file per item and with one file per rank. Installs python3-torch, python3-mpi4py and strace with apt-get when missing and
 # root; exit 77 only when they cannot be installed, saying why. docs/layouts.md, "torch.save
 # framing"; scripts/realfw.py.
+# Before that, without torch or mpi4py: realfw.py refuses the targets ckptbench refuses (/etc, a
+# path through a link to /, a link to /etc, the home directory itself, procfs) with exit 2 and a
+# message naming --target and what is allowed, before anything starts, writing nothing. After
+# the four cases, one run without --cache: the default is fadvise (the node's page cache is not
+# dropped: no open of /proc/sys/vm/drop_caches in the trace), and the clean-up leaves the target
+# as it was (a file that was there kept, no run directory left).
 . "$(dirname "$0")/lib.sh"
 need_binary
+make_workdir realfw
+CFG="$SRC/configs/realfw-llama-small.json"
+
+# ---- the target (scripts/ckptinput.py check_target, as src/fs.cpp check_target): refused in
+# the options, before mpi4py (MPI) and torch are imported, so this part needs neither.
+mkdir -p "$work/own" "$work/home"
+ln -s / "$work/lroot"
+ln -s /etc "$work/etc-link"
+# refuse_target CASE TARGET REGEX [VAR=VALUE...]: exit 2, the message, no report, no traceback.
+refuse_target() {
+  local case="$1" t="$2" want="$3" code out
+  shift 3
+  out="$(env "$@" timeout 60 /usr/bin/python3 "$SRC/scripts/realfw.py" --framework torch-save \
+    --binary "$BIN" -c "$CFG" --set model.scale=0.001 --target "$t" -o "$work/t.json" 2>&1)"; code=$?
+  if [ "$code" -eq 2 ] && grep -qF -- "realfw.py: error: --target '$t'" <<< "$out" &&
+     grep -qE -- "$want" <<< "$out" && grep -qF "Allowed, as by ckptbench: a directory of your own" <<< "$out" &&
+     [ ! -e "$work/t.json" ] && ! grep -q Traceback <<< "$out"; then
+    ok "realfw.py --target $case: exit 2 before anything starts"
+  else
+    bad "realfw.py --target $case: exit $code: $(tail -3 <<< "$out")"
+  fi
+}
+refuse_target /etc /etc "refusing a system directory"
+refuse_target "through a link to /" "$work/lroot/usr" "goes through the symbolic link '$work/lroot' -> '/'"
+refuse_target "a link to /etc" "$work/etc-link" "goes through the symbolic link '$work/etc-link' -> '/etc'"
+refuse_target "the home directory" "$work/home" "refusing your home directory itself" HOME="$work/home"
+refuse_target "on procfs" /proc/sys/ckpt-realfw "is on proc \(/proc/sys\), a kernel pseudo file system"
+left="$(ls -d /etc/realfw-* /usr/realfw-* /proc/sys/ckpt-realfw "$work"/home/* 2> /dev/null)"
+[ -z "$left" ] && ok "realfw.py wrote nothing in the refused targets" || bad "realfw.py left: $left"
 
 pkgs=()
 /usr/bin/python3 -c "import torch" 2> /dev/null || pkgs+=(python3-torch)
@@ -30,8 +65,6 @@ fi
 PY=/usr/bin/python3
 echo "torch $($PY -c 'import torch; print(torch.__version__)')"
 
-make_workdir realfw
-CFG="$SRC/configs/realfw-llama-small.json"
 SETS=(--set model.scale=0.05)
 # The drop-caches step needs root; elsewhere both sides use fadvise.
 [ -w /proc/sys/vm/drop_caches ] || SETS+=(--set cache=fadvise)
@@ -112,5 +145,28 @@ print(len(json.load(sys.stdin)["points"][0]["file_list"]))')"
 case_run dcp-item dcp "$items" --dcp-file-mode item -- "${DCP[@]}" \
   --set dcp.single_file_per_rank=false
 case_run dcp-rank dcp 5 --dcp-file-mode rank -- "${DCP[@]}" --set dcp.single_file_per_rank=true
+
+# ---- no --cache: fadvise, as ckptbench's cache "fadvise"; the node's page cache is dropped only
+# with --cache drop-caches. Without --keep the clean-up removes what the run made, nothing else.
+d="$work/default-cache"
+mkdir -p "$d/real"
+echo "a file realfw.py did not write" > "$d/real/precious.txt"
+if "${TRACE[@]}" -o "$d/real.trace" "${MPI[@]}" "$PY" "$SRC/scripts/realfw.py" --framework torch-save \
+    --binary "$BIN" -c "$CFG" --set model.scale=0.01 --target "$d/real" -o "$d/real.json" --quiet \
+    > "$d/real.log" 2>&1; then
+  methods="$(jq_py "$d/real.json" 'd["config"]["cache"] + " " + d["points"][0]["repetitions"][0]["cache"]["method"]')"
+  if [ "$methods" = "fadvise fadvise" ] && ! grep -q 'drop_caches' "$d/real.trace" &&
+     grep -q 'fadvise64' "$d/real.trace"; then
+    ok "realfw.py without --cache: fadvise (posix_fadvise per file), /proc/sys/vm/drop_caches never opened"
+  else
+    bad "realfw.py without --cache: cache '$methods', drop_caches in the trace: $(grep -c drop_caches "$d/real.trace")"
+  fi
+  if [ "$(cat "$d/real/precious.txt")" = "a file realfw.py did not write" ] &&
+     [ "$(ls -A "$d/real")" = precious.txt ]; then
+    ok "realfw.py clean-up: the file that was in the target kept, no run directory left"
+  else bad "realfw.py clean-up: the target holds: $(ls -A "$d/real")"; fi
+else
+  bad "realfw.py without --cache failed: $(tail -5 "$d/real.log")"
+fi
 
 summary test_realfw
