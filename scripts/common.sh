@@ -9,6 +9,10 @@ else
 fi
 MPIEXEC=(mpiexec "${MPI_ROOT_FLAG[@]}" --oversubscribe)
 jobs_n() { nproc 2>/dev/null || echo 2; }
+# The configuration of build/, shared by scripts/demo.sh (the binary) and scripts/test.sh
+# (everything): optimised with line tables, warnings as errors (Debian 12's compilers build the
+# tree without one).
+CKPT_TEST_BUILD_ARGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCKPT_WERROR=ON)
 # configure_build DIR [cmake args...]   (CKPT_BUILD_TARGET="name ..." builds those targets only)
 configure_build() {
   local dir="$1"; shift

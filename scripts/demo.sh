@@ -4,7 +4,9 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 "$CKPT_ROOT/scripts/setup.sh"
-CKPT_BUILD_TARGET=ckptbench configure_build "$CKPT_ROOT/build" -DCMAKE_BUILD_TYPE=Release
+# The build scripts/test.sh makes (one directory, one configuration): the binary only here, so a
+# later scripts/test.sh builds just the tests.
+CKPT_BUILD_TARGET=ckptbench configure_build "$CKPT_ROOT/build" "${CKPT_TEST_BUILD_ARGS[@]}"
 # A disk-backed scratch directory (not tmpfs): CKPT_DEMO_DIR, else /var/tmp.
 base="${CKPT_DEMO_DIR:-/var/tmp}"
 target="$(mktemp -d "$base/ckptbench-demo.XXXXXX")"

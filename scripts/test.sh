@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One command: install what is missing, build with warnings as errors, run every test (unit,
 # MPI integration on 4 ranks, CLI). Exits non-zero on any failure.
-#   scripts/test.sh              normal build in build-test/
+#   scripts/test.sh              normal build in build/ (the one scripts/demo.sh makes)
 #   scripts/test.sh --sanitize   ASan + UBSan build in build-asan/
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
@@ -18,8 +18,8 @@ if [ $sanitize -eq 1 ]; then
   configure_build "$dir" -DCMAKE_BUILD_TYPE=Debug -DCKPT_WERROR=ON -DCKPT_SANITIZE=ON
   asan_env
 else
-  dir="$CKPT_ROOT/build-test"
-  configure_build "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCKPT_WERROR=ON
+  dir="$CKPT_ROOT/build"
+  configure_build "$dir" "${CKPT_TEST_BUILD_ARGS[@]}"
 fi
 cd "$dir"
 ctest --output-on-failure -j "$(jobs_n)" --timeout 900
