@@ -6,6 +6,8 @@
 
 #include <cerrno>
 #include <cmath>
+#include <set>
+#include <vector>
 
 #include "ckptbench/error.hpp"
 #include "ckptbench/units.hpp"
@@ -91,11 +93,25 @@ json parse_json_limited(const std::string& text, const std::string& what) {
                       " (a binary file?)");
   // The callback sees each value's depth as the parser reaches it; throwing stops the parse
   // before anything deeper is built (nlohmann's parser itself keeps its own stack, not recursion).
+  // It also refuses a key given twice in one object (the parser would keep the last value and
+  // drop the first without a word).
   int deepest = 0;
-  auto guard = [&deepest](int depth, json::parse_event_t, json&) {
+  std::vector<std::set<std::string>> keys;  // the keys seen in each open object
+  std::string dup;
+  auto guard = [&](int depth, json::parse_event_t ev, json& parsed) {
     if (depth > kMaxJsonDepth) {
       deepest = depth;
       throw ConfigError("");
+    }
+    if (ev == json::parse_event_t::object_start) {
+      keys.emplace_back();
+    } else if (ev == json::parse_event_t::object_end && !keys.empty()) {
+      keys.pop_back();
+    } else if (ev == json::parse_event_t::key && !keys.empty() && parsed.is_string()) {
+      if (!keys.back().insert(parsed.get<std::string>()).second) {
+        dup = parsed.get<std::string>();
+        throw ConfigError("");
+      }
     }
     return true;
   };
@@ -107,6 +123,9 @@ json parse_json_limited(const std::string& text, const std::string& what) {
     // 406: a number beyond a double (1e999); the parser's message names it.
     throw ConfigError(what + ": a value out of range: " + text_excerpt(e.what(), 300));
   } catch (const ConfigError&) {
+    if (!dup.empty())
+      throw ConfigError(what + ": the key \"" + text_excerpt(printable_text(dup), 100) +
+                        "\" appears twice in one object; give each key once");
     if (deepest == 0) throw;
     throw ConfigError(what + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
                       " levels (arrays/objects inside each other); no ckptbench input needs "

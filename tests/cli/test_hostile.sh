@@ -59,6 +59,12 @@ else
   bad "1 the killed run left no run directory with its marker: $(ls -A "$work/t1k" 2> /dev/null)"
 fi
 
+# A config with a key given twice: refused (the parser kept the last value without a word).
+echo '{"model": "tiny", "layout": "shared-file", "layout": "file-per-shard"}' > "$work/dup.json"
+out="$("$BIN" validate "$work/dup.json" 2>&1)"; rc=$?
+[ $rc -eq 2 ] && grep -q 'the key "layout" appears twice' <<< "$out" && ok "a duplicated config key: exit 2 naming it" ||
+  bad "duplicated key: exit $rc: $out"
+
 # 5. Lock files that are not lock files: refused at once, nothing read from them.
 mkdir -p "$work/t5a" "$work/t5b"
 mkfifo "$work/t5a/.ckptbench.lock"
