@@ -49,23 +49,15 @@ class PathError(Exception):
     """A path refused, or an I/O error on it; the message names the path."""
 
 
+_KINDS = ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a directory"),
+          (stat.S_ISFIFO, "a FIFO (a named pipe, or a pipe such as <(...) gives)"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISLNK, "a symbolic link"))
+
+
 def file_kind(mode):
     """What a file of this st_mode is, for a message (src/jsonread.cpp, file_kind_text)."""
-    if stat.S_ISREG(mode):
-        return "a regular file"
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (a named pipe, or a pipe such as <(...) gives)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    return "not a regular file"
+    return next((text for test, text in _KINDS if test(mode)), "not a regular file")
 
 
 def _not_regular(mode):
