@@ -4,7 +4,13 @@
 # ASan + UBSan build with the unit, CLI and MPI tests (leaks not checked there, see asan_env).
 # Installs what is missing (Debian 12), prints the time of each step, runs every step even after
 # a failure and exits non-zero if any failed. docs/fuzzing.md, docs/reliability.md.
-#   scripts/ci_extra.sh
+#   scripts/ci_extra.sh                 every step
+#   scripts/ci_extra.sh --install-only  the package step alone
+#   scripts/ci_extra.sh --builds-only   the packages, the minimal build (and its run), the fuzz
+#                                       and sanitizer builds: what .ci/run starts at the lowest
+#                                       priority beside scripts/test.sh
+#   scripts/ci_extra.sh --no-builds     the fuzz runs and sanitized tests on the builds made
+#                                       (each build step is then an up-to-date check)
 # Environment:
 #   CKPT_CI_FUZZ_SECONDS  seconds per fuzz target (default 20, the targets side by side, one core
 #                         each; 0 skips fuzzing)
@@ -15,6 +21,14 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$CKPT_ROOT"
+mode=all
+case "${1:-}" in
+  "") ;;
+  --install-only) mode=install ;;
+  --builds-only) mode=builds ;;
+  --no-builds) mode=tests ;;
+  *) echo "usage: $0 [--install-only | --builds-only | --no-builds]" >&2; exit 2 ;;
+esac
 fuzz_secs="${CKPT_CI_FUZZ_SECONDS:-20}"
 sanitize="${CKPT_CI_SANITIZE:-1}"
 asan_mpi="${CKPT_CI_ASAN_MPI:-0}"
@@ -172,23 +186,26 @@ asan_unit() {
 }
 
 failed=0
-step "install packages" install_missing
-ok || exit 1
-if [ "$minimal" != 0 ]; then
+if [ "$mode" != tests ]; then
+  step "install packages" install_missing
+  ok || exit 1
+fi
+[ "$mode" != install ] || exit 0
+if [ "$minimal" != 0 ] && [ "$mode" != tests ]; then
   step "minimal build" minimal_build
   ok || true
 fi
 if [ "$fuzz_secs" != 0 ]; then
   fuzz_tmp="$(mktemp -d "${TMPDIR:-/tmp}/ckpt-ci-fuzz.XXXXXX")"
   step "fuzz build" fuzz_build
-  if ok; then
+  if ok && [ "$mode" != builds ]; then
     step "fuzz config + safetensors ${fuzz_secs}s" fuzz_both
     ok || true
   fi
 fi
 if [ "$sanitize" != 0 ]; then
   step "asan build" asan_build
-  if ok; then
+  if ok && [ "$mode" != builds ]; then
     step "asan unit tests" asan_unit
     ok || true
     # Under ASan: the CLI tests that feed the binary hostile input (malformed configs and
