@@ -17,7 +17,7 @@ cli_on_exit() {
 }
 root=0
 [ "$(id -u)" -eq 0 ] && root=1
-TINY='"model": "tiny", "parallelism": {"tp": 1, "zero_stage": 1}, "direct": false, "cache": "none", "repetitions": 1'
+TINY='"model": "tiny", "parallelism": {"tp": 1, "zero_stage": 1}, "cache": "none", "repetitions": 1'  # direct: false by default
 cfg() { echo "{$TINY${1:+, $1}}" > "$work/$2"; }
 jq_py() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2" 2> /dev/null; }
 # run SECONDS NP ARGS...: ckptbench under mpiexec, bounded; sets rc and out.
