@@ -15,6 +15,7 @@
 #   CKPT_CI_FUZZ_SECONDS  seconds per fuzz target (default 20, the targets side by side, one core
 #                         each; 0 skips fuzzing)
 #   CKPT_CI_SANITIZE      0 skips the sanitizer build and tests (default 1)
+#   CKPT_CI_ASAN_UNIT     0 leaves the unit tests out of the sanitizer build and its tests
 #   CKPT_CI_ASAN_MPI      1 also runs the MPI integration tests under ASan (default 0: the
 #                         issue asks for unit and CLI tests; they add ~4 min on 2 cores)
 #   CKPT_CI_MINIMAL       0 skips the minimal build (default 1)
@@ -32,6 +33,7 @@ esac
 fuzz_secs="${CKPT_CI_FUZZ_SECONDS:-20}"
 sanitize="${CKPT_CI_SANITIZE:-1}"
 asan_mpi="${CKPT_CI_ASAN_MPI:-0}"
+asan_units="${CKPT_CI_ASAN_UNIT:-1}"
 minimal="${CKPT_CI_MINIMAL:-1}"
 
 # --- step timing ---------------------------------------------------------------------------
@@ -143,6 +145,7 @@ asan_build() {
   # Only what the steps below run: the binary and the unit tests (everything when the MPI tests
   # are asked for).
   local targets="ckptbench ckpt_unit_tests"
+  [ "$asan_units" != 0 ] || targets="ckptbench"
   [ "$asan_mpi" = 0 ] || targets=""
   CKPT_BUILD_TARGET="$targets" configure_build "$asan_dir" -DCMAKE_BUILD_TYPE=Debug \
     -DCKPT_WERROR=ON -DCKPT_SANITIZE=ON -DCMAKE_CXX_FLAGS_DEBUG=-g1
@@ -206,8 +209,10 @@ fi
 if [ "$sanitize" != 0 ]; then
   step "asan build" asan_build
   if ok && [ "$mode" != builds ]; then
-    step "asan unit tests" asan_unit
-    ok || true
+    if [ "$asan_units" != 0 ]; then
+      step "asan unit tests" asan_unit
+      ok || true
+    fi
     # Under ASan: the CLI tests that feed the binary hostile input (malformed configs and
     # options, hostile files, planted locks and FIFOs, full disks, FUSE), where memory errors
     # hide; the parsers are fuzzed above. The other CLI tests run unsanitized in
