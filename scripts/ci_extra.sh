@@ -74,6 +74,8 @@ ok() { [ $step_rc -eq 0 ] || { failed=1; return 1; }; }
 # --- a. packages ----------------------------------------------------------------------------
 install_missing() {
   "$CKPT_ROOT/scripts/setup.sh"
+  # clang is for the fuzzers and the sanitizer build only.
+  [ "$fuzz_secs" != 0 ] || [ "$sanitize" != 0 ] || return 0
   local p missing=()
   for p in clang-14 libclang-rt-14-dev make; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
