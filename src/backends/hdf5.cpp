@@ -855,13 +855,12 @@ class Hdf5Backend final : public Backend {
 
   static uint64_t ops_of(uint64_t bytes, uint64_t bs) { return (bytes + bs - 1) / bs; }
 
-  uint64_t bs_of() const { return cfg_.block_size; }
-
   // The writers of a shared file agree on failures where the next call would be collective:
   // after each collective H5Dwrite/H5Dread, after a rank's independent transfers of the file,
   // and after H5Fflush and H5Fclose (a rank that failed does not leave the others waiting in
   // them; MPI-IO reports a two-phase write error only to the aggregator that met it).
   void transfer(PhaseContext& ctx, File& file) {
+    const uint64_t bs = cfg_.block_size;
     const char* call = save_ ? "H5Dwrite" : "H5Dread";
     const std::string peer = "another writer of '" + file.path + "' failed in " + call;
     std::exception_ptr err = error_of([&] {
@@ -872,11 +871,11 @@ class Hdf5Backend final : public Backend {
         if (!opt_.collective && !d.mine) continue;
         const uint64_t len_total = d.rec.length;
         const uint64_t es = d.shape.elem_size;
-        for (uint64_t i = 0, n = ops_of(len_total, bs_of()); i < n; i++) {
-          uint64_t pos = i * bs_of(), len = std::min(bs_of(), len_total - pos);
+        for (uint64_t i = 0, n = ops_of(len_total, bs); i < n; i++) {
+          uint64_t pos = i * bs, len = std::min(bs, len_total - pos);
           auto op = [&] {
             if (pos % es != 0 || len % es != 0)
-              throw IoError("block_size " + std::to_string(bs_of()) + " does not split dataset '" +
+              throw IoError("block_size " + std::to_string(bs) + " does not split dataset '" +
                             d.path + "' on element boundaries (" + std::to_string(es) + " bytes)");
             transfer_op(ctx, file, d, d.mine != nullptr, pos, len);
           };
@@ -887,7 +886,11 @@ class Hdf5Backend final : public Backend {
         }
       }
     });
-    if (!opt_.collective || err) agree_on_step(file.comm, err, peer);
+    // Collective: every step was agreed above (err, if any, is already every writer's).
+    if (!opt_.collective)
+      agree_on_step(file.comm, err, peer);
+    else if (err)
+      std::rethrow_exception(err);
     if (opt_.collective && !file.dsets.empty()) {
       H5D_mpio_actual_io_mode_t mode;
       if (H5Pget_mpio_actual_io_mode(dxpl_.get(), &mode) >= 0)
