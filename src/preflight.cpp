@@ -119,16 +119,14 @@ std::string make_run_dir(const std::string& target, const std::string& target_fs
     // it, as that run would have, and say so.
     // Only a directory this user owns that carries the dead run's marker is removed: a lock
     // naming any other directory (forged, or a kept run's) leaves it alone.
-    if (const std::string& dead = lock->stale_run_dir(); !dead.empty()) {
-      struct stat dst;
-      const std::string p = target + "/" + dead;
-      const std::string why = ::lstat(p.c_str(), &dst) == 0 && S_ISDIR(dst.st_mode)
-                                  ? run_marker_mismatch(p, lock->stale_identity())
-                                  : std::string("-");
-      if (!why.empty() && why != "-") {
+    struct stat dst;
+    const std::string& dead = lock->stale_run_dir();
+    const std::string p = target + "/" + dead;
+    if (!dead.empty() && ::lstat(p.c_str(), &dst) == 0 && S_ISDIR(dst.st_mode)) {
+      if (const std::string why = run_marker_mismatch(p, lock->stale_identity()); !why.empty()) {
         lock->add_stale_note("; the directory it names, " + dead + ", was left alone: " + why +
                              " (remove it by hand if it is that run's)");
-      } else if (why.empty()) {
+      } else {
         std::error_code ec;
         uint64_t n = 0;
         for (auto it = std::filesystem::recursive_directory_iterator(p, ec);
