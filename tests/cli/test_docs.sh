@@ -26,11 +26,18 @@ fi
 ok "made a small real report for the report-script examples"
 
 mkdir "$work/docs"
+# The examples' log is printed after their FAIL lines: a CI log that keeps only the start of a
+# failed test's output still shows what failed.
 if timeout 900 "$PY" "$SRC/tests/cli/docs_examples.py" --source "$SRC" --binary "$BIN" \
     --work "$work/docs" --report "$work/report.json" --mpiexec "${CKPT_MPIEXEC:-mpiexec}" \
-    --mpiexec-flags="${CKPT_MPIEXEC_FLAGS:---oversubscribe}" --mpl-python="$MPL" --timeout 90; then
+    --mpiexec-flags="${CKPT_MPIEXEC_FLAGS:---oversubscribe}" --mpl-python="$MPL" --timeout 90 \
+    > "$work/examples.log" 2>&1; then
+  cat "$work/examples.log"
   ok "every example in README.md and docs/*.md runs as written"
 else
-  bad "doc examples failed (the lines marked FAIL above)"
+  grep -A3 '^FAIL ' "$work/examples.log" || tail -20 "$work/examples.log"
+  echo "---- the whole log of the examples:"
+  cat "$work/examples.log"
+  bad "doc examples failed (the lines marked FAIL, first above)"
 fi
 summary docs
