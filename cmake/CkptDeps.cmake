@@ -9,7 +9,7 @@
 #   ckpt::mpi      MPI's C API (MPI::MPI_C)
 #   ckpt::hdf5     parallel HDF5's C library          (CKPT_WITH_HDF5=ON)
 #   ckpt::uring    liburing                           (CKPT_WITH_IO_URING=ON)
-#   URING_VERSION  liburing's version for src/version.hpp.in ("unknown" when nobody says)
+#   URING_VERSION  liburing's version for src/base/version.hpp.in ("unknown" when nobody says)
 #   GTest::gtest                                      (CKPT_BUILD_TESTS=ON)
 #   CLI11::CLI11, nlohmann_json::nlohmann_json, Threads::Threads, ZLIB::ZLIB
 # An option that is ON whose dependency is missing stops the configuration with a message that
@@ -156,7 +156,7 @@ endif()
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(Threads REQUIRED)
-# zlib: the CRC-32 of torch.save's records (framework_cpu, src/driver.cpp); Debian zlib1g-dev.
+# zlib: the CRC-32 of torch.save's records (framework_cpu, src/io/driver.cpp); Debian zlib1g-dev.
 find_package(ZLIB REQUIRED)
 if(CKPT_BUILD_TESTS)
   find_package(GTest)

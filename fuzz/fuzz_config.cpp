@@ -1,8 +1,8 @@
 // libFuzzer target for the config reader with sweep expansion (fuzz/build.sh config builds and
 // runs it). The input is the text of a config file; the target does what `ckptbench validate`
-// does (src/main.cpp cmd_validate): load_config_file on a path, parse_config (defaults, presets,
-// sweep and exclude expansion, every key checked), then per point build_model and, when the
-// world is known, resolve_parallelism. The file is an in-memory file (memfd) read through
+// does (src/cli/main.cpp cmd_validate): load_config_file on a path, parse_config (defaults,
+// presets, sweep and exclude expansion, every key checked), then per point build_model and, when
+// the world is known, resolve_parallelism. The file is an in-memory file (memfd) read through
 // /proc/self/fd/N, so the bytes go through the same loader as on the command line, including
 // any limit it applies before or while parsing.
 //
@@ -24,10 +24,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "ckptbench/config.hpp"
-#include "ckptbench/error.hpp"
-#include "ckptbench/model.hpp"
-#include "ckptbench/sharding.hpp"
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/cli/options.hpp"
+#include "ckptbench/plan/config.hpp"
+#include "ckptbench/plan/model.hpp"
+#include "ckptbench/plan/sharding.hpp"
 
 namespace {
 
@@ -62,7 +63,7 @@ bool too_costly_sweep(const nlohmann::json& doc) {
   return n > kFuzzMaxPoints && n <= ckpt::kMaxSweepPoints;
 }
 
-// Mirrors cmd_validate (src/main.cpp): keep the two in step.
+// Mirrors cmd_validate (src/cli/main.cpp): keep the two in step.
 void validate(const std::string& path) {
   const nlohmann::json doc = ckpt::load_config_file(path);
   if (too_costly_sweep(doc)) return;

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "ckptbench/error.hpp"
-#include "ckptbench/safetensors.hpp"
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/plan/safetensors.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);

@@ -21,7 +21,7 @@ cat > "$work/parse.cpp" <<'CPP'
 #include <cstdio>
 #include <fstream>
 #include <sstream>
-#include "ckptbench/safetensors.hpp"
+#include "ckptbench/plan/safetensors.hpp"
 int main(int, char** argv) {
   std::ifstream in(argv[1], std::ios::binary);
   std::stringstream ss;

@@ -1,15 +1,15 @@
 """The binary's rules for the paths the scripts read and write, in one place for scripts/plot.py,
 compare.py, ckptreport.py and realfw.py (each imports it from its own directory).
 
-Reading (read_input; src/jsonread.cpp, InputFile): a file given to read is stat()ed first and
+Reading (read_input; src/base/jsonread.cpp, InputFile): a file given to read is stat()ed first and
 refused unless it is a regular file ("is a FIFO (...), not a regular file": a FIFO would block
 the read until a writer came, a device could be endless); then opened O_RDONLY | O_NONBLOCK (a
 FIFO swapped in after the stat cannot block the open), the descriptor fstat()ed and checked
 again, its size checked against the caller's cap before anything is read, and read to EOF (never
 more than the cap, should the file grow meanwhile).
 
-Writing (check_output_file, check_output_dir, write_atomic; src/preflight.cpp check_output_path,
-src/report.cpp): an output path is checked before any work: an output file must not name a
+Writing (check_output_file, check_output_dir, write_atomic; src/run/preflight.cpp check_output_path,
+src/analysis/report.cpp): an output path is checked before any work: an output file must not name a
 directory or anything but a regular file (a FIFO, a device), an output directory must be one (or
 not exist yet), and the directory it goes in - or the nearest existing one above it, where the
 missing ones would be made - must be a directory this user may write, not on a kernel pseudo
@@ -17,7 +17,7 @@ file system.
 A file is written to a temporary file beside it and renamed into place: a failure (a full or
 read-only file system) leaves neither half a file nor the directories made for it.
 
-Targets (check_target; src/fs.cpp check_target, src/preflight.cpp): the directories ckptbench
+Targets (check_target; src/fs/fs.cpp check_target, src/run/preflight.cpp): the directories ckptbench
 refuses to write in: the system directories (SYSTEM_DIRS), also when a symbolic link leads there,
 the user's home directory itself, a symbolic link as the target, and a kernel pseudo file system
 (proc, sysfs, cgroup, ...).
@@ -31,11 +31,11 @@ import pwd
 import stat
 import tempfile
 
-# src/fs.cpp, check_target.
+# src/fs/fs.cpp, check_target.
 SYSTEM_DIRS = ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/root", "/run",
                "/sbin", "/sys", "/usr", "/var", "/home", "/opt", "/srv", "/tmp", "/var/tmp",
                "/mnt", "/media")
-# src/fs.cpp, pseudo_fs_name: file systems whose directories are kernel objects, not storage
+# src/fs/fs.cpp, pseudo_fs_name: file systems whose directories are kernel objects, not storage
 # (as /proc/self/mounts names them).
 PSEUDO_FS = ("sysfs", "proc", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs", "bpf",
              "pstore", "devpts", "efivarfs", "selinuxfs", "configfs", "fusectl", "mqueue", "nsfs",
@@ -56,7 +56,7 @@ _KINDS = ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a directory"),
 
 
 def file_kind(mode):
-    """What a file of this st_mode is, for a message (src/jsonread.cpp, file_kind_text)."""
+    """What a file of this st_mode is, for a message (src/base/jsonread.cpp, file_kind_text)."""
     return next((text for test, text in _KINDS if test(mode)), "not a regular file")
 
 
@@ -276,7 +276,7 @@ def _system_path_error(target, abspath_):
 
 
 def check_target(target, option="--target"):
-    """PathError when ckptbench would refuse target as the directory to write in (src/fs.cpp
+    """PathError when ckptbench would refuse target as the directory to write in (src/fs/fs.cpp
     check_target): a system directory (SYSTEM_DIRS; also through symbolic links), the home
     directory itself, a symbolic link, not a directory, or on a kernel pseudo file system.
     Only looks: nothing is made."""

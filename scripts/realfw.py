@@ -50,7 +50,7 @@ is not read: give --cache as the replay's config has it); --keep (keep the files
 them); --quiet.  `realfw.py --help` lists them all.
 
 The target is refused (exit 2, before MPI, torch or any I/O starts) where ckptbench refuses it
-(scripts/ckptinput.py check_target, src/fs.cpp check_target): a system directory (/, /bin, /boot,
+(scripts/ckptinput.py check_target, src/fs/fs.cpp check_target): a system directory (/, /bin, /boot,
 /dev, /etc, /lib, /lib64, /proc, /root, /run, /sbin, /sys, /usr, /var, /home, /opt, /srv, /tmp,
 /var/tmp, /mnt, /media), also when symbolic links lead there, the home directory itself, a
 symbolic link, a path that is not a directory, a kernel pseudo file system (proc, sysfs, cgroup,

@@ -21,12 +21,13 @@ for a in "$@"; do
 done
 
 # python3-jsonschema: tests/cli/test_schema.sh validates reports against docs/report.schema.json.
+# universal-ctags: scripts/check_layers.py (ctest house.layers) reads function lengths with it.
 pkgs=(build-essential cmake pkg-config git
       libopenmpi-dev openmpi-bin
       liburing-dev
       libhdf5-openmpi-dev hdf5-tools
       libcli11-dev nlohmann-json3-dev libgtest-dev zlib1g-dev
-      fio python3 python3-jsonschema)
+      fio python3 python3-jsonschema universal-ctags)
 if [ $with_plots -eq 1 ]; then
   pkgs+=(python3-matplotlib)
 fi

@@ -13,12 +13,13 @@
 #include <utility>
 #include <vector>
 
-#include "ckptbench/agreement.hpp"
-#include "ckptbench/backend.hpp"
-#include "ckptbench/config.hpp"
-#include "ckptbench/error.hpp"
-#include "ckptbench/layout.hpp"
-#include "ckptbench/run.hpp"
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/cli/options.hpp"
+#include "ckptbench/io/backend.hpp"
+#include "ckptbench/mpi/agreement.hpp"
+#include "ckptbench/plan/config.hpp"
+#include "ckptbench/plan/layout.hpp"
+#include "ckptbench/run/run.hpp"
 
 namespace ckpt_test {
 

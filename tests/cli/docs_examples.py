@@ -89,7 +89,7 @@ SKIP = [
 # Marks for blocks of documents this test may not edit: {(doc, first line): (kind, reason)}.
 MARKS = {}
 
-# How ckptbench refuses a backend this build leaves out (src/config.cpp): such an example is
+# How ckptbench refuses a backend this build leaves out (src/plan/config.cpp): such an example is
 # skipped, not failed, in a build configured with -DCKPT_WITH_HDF5=OFF or -DCKPT_WITH_IO_URING=OFF.
 NOT_BUILT = re.compile(r"cannot be used: not built \(configure with [^)]*\)")
 

@@ -8,10 +8,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "ckptbench/characterize.hpp"
-#include "ckptbench/config.hpp"
-#include "ckptbench/error.hpp"
-#include "ckptbench/predict.hpp"
+#include "ckptbench/analysis/predict.hpp"
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/cli/characterize.hpp"
+#include "ckptbench/cli/options.hpp"
+#include "ckptbench/plan/config.hpp"
 #include "support.hpp"
 
 using namespace ckpt_test;

@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <map>
 
-#include "ckptbench/backends/hdf5.hpp"
+#include "ckptbench/io/backends/hdf5.hpp"
 
 namespace {
 

@@ -8,8 +8,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "ckptbench/config.hpp"
-#include "ckptbench/run.hpp"
+#include "ckptbench/cli/options.hpp"
+#include "ckptbench/plan/config.hpp"
+#include "ckptbench/run/run.hpp"
 #include "support.hpp"
 
 using namespace ckpt_test;

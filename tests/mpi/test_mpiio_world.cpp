@@ -4,7 +4,7 @@
 // and a restore in which every rank reads another rank's files (rank shift).
 #include <sys/stat.h>
 
-#include "ckptbench/backends/mpiio.hpp"
+#include "ckptbench/io/backends/mpiio.hpp"
 #include "world_plan.hpp"
 
 namespace {

@@ -7,8 +7,9 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
-#include "ckptbench/config.hpp"
-#include "ckptbench/run.hpp"
+#include "ckptbench/cli/options.hpp"
+#include "ckptbench/plan/config.hpp"
+#include "ckptbench/run/run.hpp"
 #include "support.hpp"
 
 using namespace ckpt_test;

@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "ckptbench/config.hpp"
-#include "ckptbench/layout.hpp"
-#include "ckptbench/run.hpp"
+#include "ckptbench/plan/config.hpp"
+#include "ckptbench/plan/layout.hpp"
+#include "ckptbench/run/run.hpp"
 #include "support.hpp"
 
 using namespace ckpt_test;

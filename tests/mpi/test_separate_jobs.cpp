@@ -12,9 +12,10 @@
 #include <iterator>
 #include <tuple>
 
-#include "ckptbench/config.hpp"
-#include "ckptbench/manifest.hpp"
-#include "ckptbench/run.hpp"
+#include "ckptbench/cli/options.hpp"
+#include "ckptbench/io/manifest.hpp"
+#include "ckptbench/plan/config.hpp"
+#include "ckptbench/run/run.hpp"
 #include "support.hpp"
 
 using namespace ckpt_test;

@@ -11,8 +11,8 @@
 #include <cmath>
 #include <random>
 
-#include "ckptbench/config.hpp"
-#include "ckptbench/run.hpp"
+#include "ckptbench/plan/config.hpp"
+#include "ckptbench/run/run.hpp"
 #include "support.hpp"
 
 using namespace ckpt_test;

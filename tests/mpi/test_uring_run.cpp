@@ -9,9 +9,9 @@
 #include <tuple>
 #include <vector>
 
-#include "ckptbench/backends/uring.hpp"
-#include "ckptbench/config.hpp"
-#include "ckptbench/run.hpp"
+#include "ckptbench/io/backends/uring.hpp"
+#include "ckptbench/plan/config.hpp"
+#include "ckptbench/run/run.hpp"
 #include "support.hpp"
 
 #ifdef CKPT_HAVE_IO_URING

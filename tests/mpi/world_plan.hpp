@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <string>
 
-#include "ckptbench/model.hpp"
-#include "ckptbench/sharding.hpp"
+#include "ckptbench/plan/model.hpp"
+#include "ckptbench/plan/sharding.hpp"
 #include "support.hpp"
 
 namespace ckpt_test {

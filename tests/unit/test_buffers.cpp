@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "ckptbench/buffers.hpp"
-#include "ckptbench/error.hpp"
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/io/buffers.hpp"
 
 using namespace ckpt;
 

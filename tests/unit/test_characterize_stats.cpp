@@ -1,10 +1,10 @@
-// The statistics and the knee rule of `characterize` (src/characterize.cpp).
+// The statistics and the knee rule of `characterize` (src/cli/characterize.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "ckptbench/characterize.hpp"
+#include "ckptbench/cli/characterize.hpp"
 
 using namespace ckpt;
 

@@ -1,10 +1,11 @@
 // Size parsing and config validation: every bad input names the key and what is allowed.
 #include <gtest/gtest.h>
 
-#include "ckptbench/backend.hpp"
-#include "ckptbench/config.hpp"
-#include "ckptbench/error.hpp"
-#include "ckptbench/units.hpp"
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/base/units.hpp"
+#include "ckptbench/cli/options.hpp"
+#include "ckptbench/io/backend.hpp"
+#include "ckptbench/plan/config.hpp"
 #include "support.hpp"
 
 using namespace ckpt;
@@ -265,7 +266,7 @@ TEST(Config, PresetsFillOnlyUnsetKeys) {
   EXPECT_EQ(p.resolved["preset"], "datastates");
 }
 
-// A placeholder of a backend the build leaves out (what src/backends/not_built.cpp registers for
+// A placeholder of a backend the build leaves out (what src/io/backends/not_built.cpp registers for
 // -DCKPT_WITH_HDF5=OFF / -DCKPT_WITH_IO_URING=OFF): listed with the reason, never usable.
 TEST(Config, NotBuiltBackendPlaceholder) {
   const BackendFactory f =

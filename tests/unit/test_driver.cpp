@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "ckptbench/backend.hpp"
-#include "ckptbench/driver.hpp"
-#include "ckptbench/error.hpp"
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/io/backend.hpp"
+#include "ckptbench/io/driver.hpp"
 #include "support.hpp"
 
 namespace fs = std::filesystem;

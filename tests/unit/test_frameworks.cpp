@@ -6,10 +6,11 @@
 #include <set>
 #include <string>
 
-#include "ckptbench/config.hpp"
-#include "ckptbench/error.hpp"
-#include "ckptbench/frameworks.hpp"
-#include "ckptbench/layout.hpp"
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/cli/options.hpp"
+#include "ckptbench/plan/config.hpp"
+#include "ckptbench/plan/frameworks.hpp"
+#include "ckptbench/plan/layout.hpp"
 
 using namespace ckpt;
 

@@ -3,10 +3,11 @@
 // zipfile and traced with strace (docs/layouts.md, "torch.save framing").
 #include <gtest/gtest.h>
 
-#include "ckptbench/config.hpp"
-#include "ckptbench/error.hpp"
-#include "ckptbench/framing.hpp"
-#include "ckptbench/transfer.hpp"
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/base/framing.hpp"
+#include "ckptbench/cli/options.hpp"
+#include "ckptbench/plan/config.hpp"
+#include "ckptbench/plan/transfer.hpp"
 #include "support.hpp"
 
 using namespace ckpt;

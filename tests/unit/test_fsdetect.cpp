@@ -13,9 +13,9 @@
 #include <filesystem>
 #include <string>
 
-#include "ckptbench/error.hpp"
-#include "ckptbench/fs.hpp"
-#include "ckptbench/lustre.hpp"
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/fs/fs.hpp"
+#include "ckptbench/fs/lustre.hpp"
 #include "support.hpp"
 
 using namespace ckpt;

@@ -14,9 +14,9 @@
 #include <filesystem>
 #include <set>
 
-#include "ckptbench/backend.hpp"
-#include "ckptbench/backends/hdf5.hpp"
-#include "ckptbench/error.hpp"
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/io/backend.hpp"
+#include "ckptbench/io/backends/hdf5.hpp"
 
 namespace {
 

@@ -4,11 +4,12 @@
 #include <map>
 #include <set>
 
-#include "ckptbench/config.hpp"
-#include "ckptbench/error.hpp"
-#include "ckptbench/layout.hpp"
-#include "ckptbench/plan_limits.hpp"
-#include "ckptbench/units.hpp"
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/base/units.hpp"
+#include "ckptbench/cli/options.hpp"
+#include "ckptbench/plan/config.hpp"
+#include "ckptbench/plan/layout.hpp"
+#include "ckptbench/plan/plan_limits.hpp"
 
 using namespace ckpt;
 

@@ -10,9 +10,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "ckptbench/error.hpp"
-#include "ckptbench/fs.hpp"
-#include "ckptbench/lustre.hpp"
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/fs/fs.hpp"
+#include "ckptbench/fs/lustre.hpp"
+#include "ckptbench/plan/config.hpp"
 
 using namespace ckpt;
 using json = nlohmann::json;

@@ -8,9 +8,9 @@
 #include <set>
 #include <tuple>
 
-#include "ckptbench/error.hpp"
-#include "ckptbench/layout.hpp"
-#include "ckptbench/manifest.hpp"
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/io/manifest.hpp"
+#include "ckptbench/plan/layout.hpp"
 
 using namespace ckpt;
 using json = nlohmann::json;

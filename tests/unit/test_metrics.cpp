@@ -5,7 +5,7 @@
 #include <cmath>
 #include <random>
 
-#include "ckptbench/metrics.hpp"
+#include "ckptbench/base/metrics.hpp"
 
 using namespace ckpt;
 

@@ -5,8 +5,8 @@
 #include <map>
 #include <string>
 
-#include "ckptbench/error.hpp"
-#include "ckptbench/model.hpp"
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/plan/model.hpp"
 #include "support.hpp"
 
 namespace ckpt {

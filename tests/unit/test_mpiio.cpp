@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "ckptbench/backend.hpp"
-#include "ckptbench/backends/mpiio.hpp"
-#include "ckptbench/error.hpp"
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/io/backend.hpp"
+#include "ckptbench/io/backends/mpiio.hpp"
 #include "support.hpp"
 
 namespace {

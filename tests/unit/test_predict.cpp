@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "ckptbench/config.hpp"
-#include "ckptbench/error.hpp"
-#include "ckptbench/layout.hpp"
-#include "ckptbench/predict.hpp"
+#include "ckptbench/analysis/predict.hpp"
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/plan/config.hpp"
+#include "ckptbench/plan/layout.hpp"
 
 using namespace ckpt;
 using json = nlohmann::json;

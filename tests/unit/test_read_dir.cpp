@@ -6,8 +6,8 @@
 #include <map>
 #include <set>
 
-#include "ckptbench/error.hpp"
-#include "ckptbench/read_dir.hpp"
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/plan/read_dir.hpp"
 
 using namespace ckpt;
 using json = nlohmann::json;

@@ -7,9 +7,9 @@
 #include <set>
 #include <tuple>
 
-#include "ckptbench/error.hpp"
-#include "ckptbench/layout.hpp"
-#include "ckptbench/reshard.hpp"
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/plan/layout.hpp"
+#include "ckptbench/plan/reshard.hpp"
 
 using namespace ckpt;
 using json = nlohmann::json;

@@ -5,12 +5,13 @@
 
 #include <thread>
 
-#include "ckptbench/agreement.hpp"
-#include "ckptbench/config.hpp"
-#include "ckptbench/error.hpp"
-#include "ckptbench/execution.hpp"
-#include "ckptbench/nodes.hpp"
-#include "ckptbench/report.hpp"
+#include "ckptbench/analysis/report.hpp"
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/cli/options.hpp"
+#include "ckptbench/mpi/agreement.hpp"
+#include "ckptbench/mpi/nodes.hpp"
+#include "ckptbench/plan/config.hpp"
+#include "ckptbench/run/execution.hpp"
 
 using namespace ckpt;
 using json = nlohmann::json;

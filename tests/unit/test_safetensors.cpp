@@ -8,10 +8,10 @@
 #include <fstream>
 #include <string>
 
-#include "ckptbench/error.hpp"
-#include "ckptbench/model.hpp"
-#include "ckptbench/safetensors.hpp"
-#include "ckptbench/sharding.hpp"
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/plan/model.hpp"
+#include "ckptbench/plan/safetensors.hpp"
+#include "ckptbench/plan/sharding.hpp"
 #include "support.hpp"
 
 namespace ckpt {

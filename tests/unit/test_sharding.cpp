@@ -7,9 +7,9 @@
 #include <tuple>
 #include <vector>
 
-#include "ckptbench/error.hpp"
-#include "ckptbench/model.hpp"
-#include "ckptbench/sharding.hpp"
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/plan/model.hpp"
+#include "ckptbench/plan/sharding.hpp"
 #include "support.hpp"
 
 namespace ckpt {

@@ -5,9 +5,10 @@
 
 #include <random>
 
-#include "ckptbench/config.hpp"
-#include "ckptbench/error.hpp"
-#include "ckptbench/transfer.hpp"
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/cli/options.hpp"
+#include "ckptbench/plan/config.hpp"
+#include "ckptbench/plan/transfer.hpp"
 #include "support.hpp"
 
 using namespace ckpt;

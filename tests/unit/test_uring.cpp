@@ -15,11 +15,11 @@
 #include <tuple>
 #include <vector>
 
-#include "ckptbench/backend.hpp"
-#include "ckptbench/backends/uring.hpp"
-#include "ckptbench/buffers.hpp"
-#include "ckptbench/error.hpp"
-#include "ckptbench/units.hpp"
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/base/units.hpp"
+#include "ckptbench/io/backend.hpp"
+#include "ckptbench/io/backends/uring.hpp"
+#include "ckptbench/io/buffers.hpp"
 #include "support.hpp"
 
 #ifdef CKPT_HAVE_IO_URING

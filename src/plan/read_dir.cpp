@@ -1,0 +1,520 @@
+#include "ckptbench/plan/read_dir.hpp"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/base/jsonread.hpp"
+
+namespace ckpt {
+
+using json = nlohmann::json;
+
+ReadAssign parse_read_assign(const std::string& s) {
+  if (s == "auto") return ReadAssign::automatic;
+  if (s == "size") return ReadAssign::size;
+  if (s == "loader") return ReadAssign::loader;
+  throw ConfigError("--read-assign '" + s +
+                    "': allowed are auto (the loader's assignment when the directory is "
+                    "recognised, else by size), size, loader");
+}
+
+namespace {
+
+std::string dir_of(const std::string& p) {
+  const size_t s = p.rfind('/');
+  return s == std::string::npos ? std::string() : p.substr(0, s);
+}
+std::string base_of(const std::string& p) {
+  const size_t s = p.rfind('/');
+  return s == std::string::npos ? p : p.substr(s + 1);
+}
+std::string join(const std::string& dir, const std::string& name) {
+  return dir.empty() ? name : dir + "/" + name;
+}
+std::string shown(const std::string& dir) { return dir.empty() ? std::string(".") : dir; }
+
+// A loader rule that cannot be used here: why (the rule is recognised, it does not apply).
+struct NotApplicable {
+  std::string why;
+};
+
+class Index {
+ public:
+  explicit Index(const DirFiles& files) {
+    for (size_t i = 0; i < files.size(); i++) at_[files[i].first] = i;
+  }
+  std::optional<size_t> find(const std::string& path) const {
+    auto it = at_.find(path);
+    if (it == at_.end()) return std::nullopt;
+    return it->second;
+  }
+
+ private:
+  std::map<std::string, size_t> at_;
+};
+
+ReadDirAssignment by_size(const DirFiles& files, int world) {
+  ReadDirAssignment a;
+  a.rule = "size";
+  a.description =
+      "each file whole, read by one rank: largest first to the rank with the fewest bytes so far "
+      "(ties: the lowest rank)";
+  a.reads.resize(static_cast<size_t>(world));
+  std::vector<size_t> order(files.size());
+  for (size_t i = 0; i < order.size(); i++) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t x, size_t y) { return files[x].second > files[y].second; });
+  std::vector<uint64_t> load(static_cast<size_t>(world), 0);
+  for (size_t i : order) {
+    const size_t r = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    load[r] += files[i].second;
+    a.reads[r].push_back(i);
+  }
+  for (auto& r : a.reads) std::sort(r.begin(), r.end());
+  return a;
+}
+
+// ---- Hugging Face safetensors (transformers from_pretrained). ----
+
+bool safetensors_found(const DirFiles& files) {
+  for (const auto& f : files) {
+    const std::string b = base_of(f.first);
+    if (b.size() > 12 && (b.ends_with(".safetensors") || b.ends_with(".safetensors.index.json")))
+      return true;
+  }
+  return false;
+}
+
+// Every rank reads config.json, the index, then every shard its weight_map names, in sorted order
+// (get_checkpoint_shard_files: sorted(set(weight_map.values()))): each process loads the whole
+// model. Without an index, the one .safetensors file.
+ReadDirAssignment safetensors_rule(const DirFiles& files, int world,
+                                   const std::function<std::string(const std::string&)>& read) {
+  const Index idx(files);
+  std::vector<std::string> indexes, singles;
+  for (const auto& f : files) {
+    const std::string b = base_of(f.first);
+    if (b.ends_with(".safetensors.index.json")) indexes.push_back(f.first);
+    if (b.ends_with(".safetensors")) singles.push_back(f.first);
+  }
+  // One model: the top-level model.safetensors.index.json, else the only index at the top
+  // level, else the only index anywhere.
+  auto pick = [](const std::vector<std::string>& v, const std::string& preferred) {
+    std::vector<std::string> top;
+    for (const auto& p : v)
+      if (p == preferred) return std::vector<std::string>{p};
+    for (const auto& p : v)
+      if (dir_of(p).empty()) top.push_back(p);
+    return top.empty() ? v : top;
+  };
+  std::vector<size_t> order;
+  std::string dir, how;
+  if (!indexes.empty()) {
+    const auto chosen = pick(indexes, "model.safetensors.index.json");
+    if (chosen.size() != 1)
+      throw NotApplicable{"several safetensors indexes (" + chosen[0] + ", " + chosen[1] +
+                          (chosen.size() > 2 ? ", ..." : "") +
+                          "): which model is loaded is not "
+                          "clear; give the model's folder"};
+    const std::string& index = chosen[0];
+    dir = dir_of(index);
+    json j;
+    try {
+      j = parse_json_limited(read(index), index);
+    } catch (const std::exception& e) {
+      throw NotApplicable{std::string(e.what())};
+    }
+    if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object() ||
+        j["weight_map"].empty())
+      throw NotApplicable{index + ": no \"weight_map\" object naming the shards"};
+    std::set<std::string> shards;
+    for (const auto& [name, file] : j["weight_map"].items()) {
+      if (!file.is_string())
+        throw NotApplicable{index + ": weight_map[\"" + name + "\"] is not a file name"};
+      shards.insert(file.get<std::string>());
+    }
+    if (auto c = idx.find(join(dir, "config.json"))) order.push_back(*c);
+    order.push_back(*idx.find(index));
+    for (const auto& s : shards) {
+      auto i = idx.find(join(dir, s));
+      if (!i)
+        throw NotApplicable{index + " names shard '" + s + "', which is not a regular file in " +
+                            shown(dir)};
+      order.push_back(*i);
+    }
+    how = "its config.json (if there), " + index + ", then the " + std::to_string(shards.size()) +
+          " shards its weight_map names, in sorted order";
+  } else {
+    const auto chosen = pick(singles, "model.safetensors");
+    if (chosen.size() != 1)
+      throw NotApplicable{
+          "several .safetensors files and no model.safetensors.index.json: not "
+          "one Hugging Face model"};
+    dir = dir_of(chosen[0]);
+    if (auto c = idx.find(join(dir, "config.json"))) order.push_back(*c);
+    order.push_back(*idx.find(chosen[0]));
+    how = "its config.json (if there), then " + chosen[0];
+  }
+  ReadDirAssignment a;
+  a.rule = "safetensors";
+  a.description =
+      "Hugging Face transformers from_pretrained, one process per rank: every rank "
+      "reads " +
+      how + " (each rank loads the whole model; ranks of a node share its page cache)";
+  a.reads.assign(static_cast<size_t>(world), order);
+  return a;
+}
+
+// ---- DeepSpeed (engine.load_checkpoint of a global_stepN/ tag). ----
+
+const std::regex kDsModel(R"(mp_rank_(\d+)_model_states\.pt)");
+const std::regex kDsZ3Model(R"(zero_pp_rank_(\d+)_mp_rank_(\d+)_model_states\.pt)");
+const std::regex kDsOptim(R"((bf16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_optim_states\.pt)");
+const std::regex kDsLayer(R"(layer_\d+-model_\d+-model_states\.pt)");
+const std::regex kDsExpert(R"((expp_rank_\d+_mp_rank_\d+_optim_states\.pt|.*expert_\d+.*))");
+
+bool deepspeed_found(const DirFiles& files) {
+  for (const auto& f : files) {
+    const std::string b = base_of(f.first);
+    if (std::regex_match(b, kDsModel) || std::regex_match(b, kDsZ3Model) ||
+        std::regex_match(b, kDsOptim))
+      return true;
+  }
+  return false;
+}
+
+int to_int(const std::string& s) { return s.size() > 6 ? 1 << 30 : std::stoi(s); }
+
+// Every rank (mp = rank % MP, dp = rank / MP; tensor-parallel ranks adjacent, as Megatron and
+// DeepSpeed lay them out) reads its model file - mp_rank_{mp}_model_states.pt, which every
+// data-parallel rank of that mp reads, or under ZeRO-3 zero_pp_rank_{dp}_mp_rank_{mp}_model_states
+// .pt - then its own ZeRO optimizer partition (_get_all_zero_checkpoint_state_dicts loads only the
+// rank's own file unless elastic checkpointing is on). DeepSpeed refuses another data-parallel size
+// for ZeRO optimizer state, so such a directory needs exactly DP x MP ranks.
+ReadDirAssignment deepspeed_rule(const DirFiles& files, int world,
+                                 const std::function<std::string(const std::string&)>& read) {
+  std::set<std::string> tags;
+  for (const auto& f : files) {
+    const std::string b = base_of(f.first);
+    if (std::regex_match(b, kDsModel) || std::regex_match(b, kDsZ3Model) ||
+        std::regex_match(b, kDsOptim))
+      tags.insert(dir_of(f.first));
+  }
+  std::string tag = *tags.begin();
+  if (tags.size() > 1) {
+    // Several tags: the loader reads the one `latest` names (in their common parent).
+    const std::string parent = dir_of(tag);
+    const std::string latest = join(parent, "latest");
+    const Index idx(files);
+    const auto at = idx.find(latest);
+    if (!at)
+      throw NotApplicable{"several DeepSpeed tags (" + *tags.begin() + ", " + *tags.rbegin() +
+                          ") and no 'latest' file naming one: give the tag directory"};
+    // DeepSpeed writes the tag name alone (a directory name): at most 255 bytes are read, and
+    // only a name of one path component is used; nothing else of the file reaches the report.
+    constexpr uint64_t kMaxTag = 255;
+    if (files[*at].second > kMaxTag + 2)
+      throw NotApplicable{latest + " is " + std::to_string(files[*at].second) +
+                          " bytes, not a tag name (DeepSpeed writes one directory name, at most " +
+                          std::to_string(kMaxTag) + " bytes): give the tag directory"};
+    std::string t = read(latest);
+    while (!t.empty() && (t.back() == '\n' || t.back() == ' ' || t.back() == '\r')) t.pop_back();
+    if (t.empty() || t.size() > kMaxTag || t.find('/') != std::string::npos ||
+        t.find('\0') != std::string::npos || t == "." || t == "..")
+      throw NotApplicable{latest + " holds no tag name (" + std::to_string(t.size()) +
+                          " bytes, not one directory name): give the tag directory"};
+    tag = join(parent, t);
+    if (!tags.contains(tag))
+      throw NotApplicable{latest + " names tag '" + text_excerpt(t, 100) +
+                          "', which has no DeepSpeed files here"};
+  }
+  std::map<int, size_t> model;                           // mp -> file
+  std::map<std::pair<int, int>, size_t> z3model, optim;  // (dp, mp) -> file
+  std::map<std::pair<int, int>, bool> optim_bf16;
+  for (size_t i = 0; i < files.size(); i++) {
+    if (dir_of(files[i].first) != tag) continue;
+    const std::string b = base_of(files[i].first);
+    std::smatch m;
+    if (std::regex_match(b, kDsLayer))
+      throw NotApplicable{"DeepSpeed pipeline layer files (" + b +
+                          "): which stage loads each layer is not in the directory"};
+    if (std::regex_match(b, m, kDsZ3Model)) {
+      z3model[{to_int(m[1]), to_int(m[2])}] = i;
+    } else if (std::regex_match(b, m, kDsOptim)) {
+      const std::pair<int, int> k{to_int(m[2]), to_int(m[3])};
+      const bool bf16 = m[1].matched;
+      // Both kinds for one rank: the bf16_ file, as a bf16 engine tries first.
+      if (!optim.contains(k) || bf16) optim[k] = i, optim_bf16[k] = bf16;
+    } else if (std::regex_match(b, m, kDsModel)) {
+      model[to_int(m[1])] = i;
+    } else if (std::regex_match(b, kDsExpert)) {
+      throw NotApplicable{"DeepSpeed MoE expert files (" + b +
+                          "): expert-parallel loading is not modelled"};
+    }
+  }
+  auto contiguous = [](const std::set<int>& s) {
+    return !s.empty() && *s.begin() == 0 && *s.rbegin() == static_cast<int>(s.size()) - 1;
+  };
+  const bool z3 = !z3model.empty();
+  std::set<int> mps, dps;
+  for (const auto& [k, i] : z3 ? z3model : optim) dps.insert(k.first), mps.insert(k.second);
+  if (!z3)
+    for (const auto& [mp, i] : model) mps.insert(mp);
+  if (!contiguous(mps))
+    throw NotApplicable{"DeepSpeed model-parallel ranks in " + shown(tag) + " are not 0.." +
+                        std::to_string(mps.size() - 1)};
+  const int MP = static_cast<int>(mps.size());
+  const bool zero = z3 || !optim.empty();
+  int DP = 0;
+  if (zero) {
+    if (!contiguous(dps))
+      throw NotApplicable{"DeepSpeed ZeRO data-parallel ranks in " + shown(tag) + " are not 0.." +
+                          std::to_string(dps.size() - 1)};
+    DP = static_cast<int>(dps.size());
+    if (world != DP * MP)
+      throw NotApplicable{"the DeepSpeed checkpoint " + shown(tag) + " was saved by " +
+                          std::to_string(DP * MP) + " ranks (data-parallel " + std::to_string(DP) +
+                          " x model-parallel " + std::to_string(MP) +
+                          ") and DeepSpeed loads ZeRO optimizer state only on the same "
+                          "data-parallel size: run on " +
+                          std::to_string(DP * MP) + " ranks"};
+  } else if (world % MP != 0) {
+    throw NotApplicable{"the DeepSpeed checkpoint " + shown(tag) + " has " + std::to_string(MP) +
+                        " model-parallel ranks: run on a multiple of " + std::to_string(MP) +
+                        " ranks"};
+  }
+  ReadDirAssignment a;
+  a.rule = "deepspeed";
+  a.reads.resize(static_cast<size_t>(world));
+  // The file the loader opens for (dp, mp) from `files_of`, or why the rule does not apply.
+  auto take = [&](const auto& files_of, const auto& key, const std::string& name) {
+    auto it = files_of.find(key);
+    if (it == files_of.end()) throw NotApplicable{"no " + name + " in " + shown(tag)};
+    return it->second;
+  };
+  for (int r = 0; r < world; r++) {
+    const int mp = r % MP, dp = r / MP;
+    const std::string zr = "zero_pp_rank_" + std::to_string(dp) + "_mp_rank_" + std::to_string(mp);
+    auto& mine = a.reads[static_cast<size_t>(r)];
+    if (z3)
+      mine.push_back(take(z3model, std::pair{dp, mp}, zr + "_model_states.pt"));
+    else
+      mine.push_back(take(model, mp, "mp_rank_" + std::to_string(mp) + "_model_states.pt"));
+    if (zero) mine.push_back(take(optim, std::pair{dp, mp}, zr + "_optim_states.pt"));
+  }
+  a.description =
+      "DeepSpeed load_checkpoint of tag " + shown(tag) + " (model-parallel " + std::to_string(MP) +
+      (zero ? ", data-parallel " + std::to_string(DP) + (z3 ? ", ZeRO-3" : ", ZeRO-1/2") : "") +
+      "): rank r (mp = r % " + std::to_string(MP) + ", dp = r / " + std::to_string(MP) +
+      ") reads " +
+      (z3 ? "zero_pp_rank_{dp}_mp_rank_{mp}_model_states.pt"
+          : "mp_rank_{mp}_model_states.pt (every data-parallel rank of that mp reads it)") +
+      (zero ? ", then its own *zero_pp_rank_{dp}_mp_rank_{mp}_optim_states.pt" : "");
+  return a;
+}
+
+// ---- PyTorch Distributed Checkpoint (dcp.load with FileSystemReader). ----
+
+const std::regex kDcpData(R"(__(\d+)_(\d+)\.distcp)");
+
+bool dcp_found(const DirFiles& files) {
+  for (const auto& f : files)
+    if (base_of(f.first) == ".metadata" || std::regex_match(base_of(f.first), kDcpData))
+      return true;
+  return false;
+}
+
+// Every rank reads .metadata (local_step: storage_reader.read_metadata()), then the items of its
+// state dict; saved and loaded with the same sharding (FSDP/TP), those are in its own
+// __{rank}_{n}.distcp files. On another rank count DCP reshards: which byte ranges each rank reads
+// is in the pickled .metadata, which ckptbench does not parse.
+ReadDirAssignment dcp_rule(const DirFiles& files, int world) {
+  std::set<std::string> dirs;
+  for (const auto& f : files)
+    if (base_of(f.first) == ".metadata") dirs.insert(dir_of(f.first));
+  if (dirs.empty())
+    throw NotApplicable{"__R_N.distcp files but no .metadata: not a DCP checkpoint"};
+  if (dirs.size() > 1)
+    throw NotApplicable{"several DCP checkpoints (" + shown(*dirs.begin()) + ", " +
+                        shown(*dirs.rbegin()) + "): give one of them"};
+  const std::string dir = *dirs.begin();
+  const Index idx(files);
+  std::map<int, std::map<int, size_t>> of_rank;  // saving rank -> n -> file
+  for (size_t i = 0; i < files.size(); i++) {
+    std::smatch m;
+    const std::string b = base_of(files[i].first);
+    if (dir_of(files[i].first) == dir && std::regex_match(b, m, kDcpData))
+      of_rank[to_int(m[1])][to_int(m[2])] = i;
+  }
+  const int W = of_rank.empty() ? 1 : of_rank.rbegin()->first + 1;
+  if (world != W)
+    throw NotApplicable{"the DCP checkpoint " + shown(dir) + " was saved by " + std::to_string(W) +
+                        " ranks; on another rank count DCP reshards, and which byte ranges each "
+                        "rank then reads is in the pickled .metadata, which ckptbench does not "
+                        "parse: run on " +
+                        std::to_string(W) + " ranks, or use --read-assign size"};
+  ReadDirAssignment a;
+  a.rule = "dcp";
+  a.reads.resize(static_cast<size_t>(world));
+  const size_t meta = *idx.find(join(dir, ".metadata"));
+  for (int r = 0; r < world; r++) {
+    auto& mine = a.reads[static_cast<size_t>(r)];
+    mine.push_back(meta);
+    if (auto it = of_rank.find(r); it != of_rank.end())
+      for (const auto& [n, i] : it->second) mine.push_back(i);
+  }
+  a.description = "PyTorch DCP load of " + shown(dir) + " saved by " + std::to_string(W) +
+                  " ranks, loaded with the same sharding: every rank reads .metadata, then rank r "
+                  "its own __r_N.distcp files (replicated items DCP deduplicated at save are read "
+                  "here by their saving rank only)";
+  return a;
+}
+
+}  // namespace
+
+ReadDirAssignment assign_read_dir(
+    const DirFiles& files, int world, ReadAssign how,
+    const std::function<std::string(const std::string&)>& read_small) {
+  if (world < 1) throw Error("assign_read_dir: no ranks");
+  struct Rule {
+    const char* name;
+    bool found;
+    std::function<ReadDirAssignment()> make;
+  };
+  const Rule rules[] = {
+      {"deepspeed", deepspeed_found(files),
+       [&] { return deepspeed_rule(files, world, read_small); }},
+      {"dcp", dcp_found(files), [&] { return dcp_rule(files, world); }},
+      {"safetensors", safetensors_found(files),
+       [&] { return safetensors_rule(files, world, read_small); }},
+  };
+  std::vector<std::string> recognised, why;
+  for (const auto& r : rules)
+    if (r.found) recognised.push_back(r.name);
+  std::optional<ReadDirAssignment> got;
+  if (how != ReadAssign::size)
+    for (const auto& r : rules) {
+      if (!r.found || got) continue;
+      try {
+        got = r.make();
+      } catch (const NotApplicable& e) {
+        why.push_back(std::string(r.name) + ": " + e.why);
+      }
+    }
+  std::string fallback;
+  for (const auto& w : why) fallback += (fallback.empty() ? "" : "; ") + w;
+  if (how == ReadAssign::loader && !got)
+    throw ConfigError(
+        "--read-assign loader: " +
+        (recognised.empty()
+             ? std::string("the directory is not a checkpoint ckptbench recognises (a Hugging Face "
+                           "safetensors model, a DeepSpeed tag directory, a PyTorch DCP "
+                           "checkpoint); use --read-assign size")
+             : fallback));
+  ReadDirAssignment a = got ? std::move(*got) : by_size(files, world);
+  a.recognised = recognised;
+  a.fallback = fallback;
+  std::vector<bool> read(files.size(), false);
+  for (const auto& r : a.reads)
+    for (size_t i : r) read[i] = true;
+  for (size_t i = 0; i < files.size(); i++)
+    if (!read[i]) a.skipped.push_back(i);
+  return a;
+}
+
+json ReadDirAssignment::to_json() const {
+  return {{"rule", rule},         {"description", description},
+          {"fallback", fallback}, {"recognised", recognised},
+          {"reads", reads},       {"skipped", skipped}};
+}
+
+ReadDirAssignment ReadDirAssignment::from_json(const json& j) {
+  ReadDirAssignment a;
+  a.rule = j.at("rule");
+  a.description = j.at("description");
+  a.fallback = j.at("fallback");
+  a.recognised = j.at("recognised").get<std::vector<std::string>>();
+  a.reads = j.at("reads").get<std::vector<std::vector<size_t>>>();
+  a.skipped = j.at("skipped").get<std::vector<size_t>>();
+  return a;
+}
+
+json ReadDirAssignment::summary(const DirFiles& files) const {
+  uint64_t bytes = 0, skipped_bytes = 0;
+  std::map<size_t, int> readers;
+  for (const auto& r : reads)
+    for (size_t i : r) bytes += files[i].second, readers[i]++;
+  uint64_t multi = 0;
+  for (const auto& [i, n] : readers) multi += n > 1;
+  json sk = json::array();
+  for (size_t i : skipped) {
+    skipped_bytes += files[i].second;
+    if (sk.size() < 20) sk.push_back(files[i].first);
+  }
+  json j = {{"rule", rule},
+            {"description", description},
+            {"recognised", recognised},
+            {"files_read", readers.size()},
+            {"files_read_by_several_ranks", multi},
+            {"bytes_read_by_all_ranks", bytes},
+            {"skipped_files", skipped.size()},
+            {"skipped_bytes", skipped_bytes},
+            {"skipped_first", sk}};
+  if (!fallback.empty()) j["not_applied"] = fallback;
+  return j;
+}
+
+IoPlan read_dir_plan(const DirFiles& files, const ReadDirAssignment& a) {
+  const size_t world = a.reads.size();
+  if (world < 1) throw Error("read_dir_plan: no ranks");
+  IoPlan plan;
+  plan.ranks.resize(world);
+  std::map<size_t, std::vector<int>> readers;
+  for (size_t r = 0; r < world; r++)
+    for (size_t i : a.reads[r]) readers[i].push_back(static_cast<int>(r));
+  std::map<size_t, RankList> lists;  // one list per file, shared by its readers' FileSpecs
+  for (auto& [i, v] : readers) lists.emplace(i, std::move(v));
+  std::vector<uint64_t> load(world, 0);
+  for (size_t r = 0; r < world; r++) {
+    RankIo& io = plan.ranks[r];
+    io.rank = static_cast<int>(r);
+    io.vranks = {static_cast<int>(r)};  // each rank reads as itself
+    for (size_t i : a.reads[r]) {
+      FileSpec f;
+      f.id = static_cast<uint32_t>(i);
+      f.path = files.at(i).first;
+      f.size = files[i].second;
+      f.writers = lists.at(i);
+      f.shared = f.writers.size() > 1;
+      if (f.size > 0) {
+        Extent e;
+        e.offset = 0;
+        e.length = e.padded = f.size;
+        e.source = static_cast<int>(r);
+        f.extents.push_back(e);
+      }
+      io.payload_bytes += f.size;
+      io.transfer_bytes += f.size;
+      load[r] += f.size;
+      io.files.push_back(std::move(f));
+    }
+  }
+  PlanStats& st = plan.stats;
+  st.files = readers.size();
+  for (const auto& [i, rs] : readers) {
+    const uint64_t size = files[i].second;
+    st.file_bytes += size;
+    st.size_histogram[size == 0 ? -1 : 63 - __builtin_clzll(size)]++;
+  }
+  for (uint64_t l : load) st.payload_bytes += l;
+  st.rank_bytes_min = *std::min_element(load.begin(), load.end());
+  st.rank_bytes_max = *std::max_element(load.begin(), load.end());
+  st.rank_bytes_mean = static_cast<double>(st.payload_bytes) / static_cast<double>(world);
+  return plan;
+}
+
+}  // namespace ckpt

@@ -1,0 +1,274 @@
+// The saves of one repetition (docs/config.md, "Checkpoint lifecycle"; docs/metrics.md,
+// "lifecycle"). Training is modelled per rank as: [compute] checkpoint [compute] checkpoint ...
+//
+// sync:  barrier, the save (the phase driver writes and syncs), then the compute phase.
+//        Training waits for the whole save: blocked = durable = the save's time.
+// async: barrier, the snapshot (this rank's shard bytes copied into host staging memory), then
+//        training is unblocked: the compute phase runs on a thread while the main thread flushes
+//        the staged bytes through the backend (the same phase driver, data from staging) and
+//        syncs them. The next checkpoint cannot start before the flush is durable, so training
+//        waits for whatever of the flush outlasts the compute phase (flush_wait_s).
+//        blocked = snapshot + flush_wait; durable = from the snapshot's start to the synced flush.
+//        With staging smaller than the state, the flush copies the next window in when it needs
+//        it and training stays blocked until the last window is staged.
+// Several checkpoints go to global_step<100 k>/ directories; after each is durable, rank 0 writes
+// `latest` (the tag, as DeepSpeed does) and, with keep_last K, removes the oldest beyond K
+// (timed: on Lustre a many-file checkpoint's deletion is a metadata storm).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "ckptbench/base/error.hpp"
+#include "ckptbench/base/units.hpp"
+#include "ckptbench/io/lifecycle.hpp"
+#include "ckptbench/run/execution.hpp"
+
+namespace ckpt {
+
+using json = nlohmann::json;
+
+namespace {
+
+// Min/mean/max across ranks of several per-rank values at once (guarded collectives).
+std::vector<MinMeanMax> across_ranks(RunState& rs, const std::vector<double>& v,
+                                     const std::string& where) {
+  const int n = static_cast<int>(v.size());
+  std::vector<double> mn(v), mx(v), sum(v);
+  guarded_allreduce(MPI_IN_PLACE, mn.data(), n, MPI_DOUBLE, MPI_MIN, rs.comm, rs.agree.stall,
+                    where);
+  guarded_allreduce(MPI_IN_PLACE, mx.data(), n, MPI_DOUBLE, MPI_MAX, rs.comm, rs.agree.stall,
+                    where);
+  guarded_allreduce(MPI_IN_PLACE, sum.data(), n, MPI_DOUBLE, MPI_SUM, rs.comm, rs.agree.stall,
+                    where);
+  std::vector<MinMeanMax> out(v.size());
+  for (size_t i = 0; i < v.size(); i++) out[i] = {mn[i], sum[i] / std::max(1, rs.size), mx[i]};
+  return out;
+}
+
+// The ranks on this node (for the default staging cap).
+int local_ranks(MPI_Comm comm) {
+  MPI_Comm node;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int n = 1;
+  MPI_Comm_size(node, &n);
+  MPI_Comm_free(&node);
+  return n;
+}
+
+// Rank 0 writes `latest` in the repetition directory: the newest durable checkpoint's tag
+// (DeepSpeed writes it after every save, without a sync).
+void write_latest(int rep_fd, const std::string& rep_dir, const std::string& tag) {
+  const std::string shown = rep_dir + "/latest";
+  int fd = ::openat(rep_fd, "latest", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) throw IoError("write '" + shown + "': " + errno_text(errno));
+  const ssize_t w = ::write(fd, tag.data(), tag.size());
+  const int err = errno;
+  ::close(fd);
+  if (w != static_cast<ssize_t>(tag.size()))
+    throw IoError("write '" + shown + "': " + (w < 0 ? errno_text(err) : "short write"));
+}
+
+std::string step_tag(int k) {  // k: 0-based checkpoint
+  return "global_step" + std::to_string(100 * (k + 1));
+}
+
+}  // namespace
+
+NewestCheckpoint run_saves(RunState& rs, PointRun& pt, int rep, const std::string& rep_dir,
+                           DirFd& rep_fd, json& rj) {
+  const PointConfig& pc = pt.pc;
+  const IoPlan& plan = pt.prep.plan;
+  const RankIo& mine = plan.ranks[static_cast<size_t>(rs.rank)];
+  const int N = pc.checkpoints;
+  const bool async = pc.save_mode == SaveMode::async;
+  const bool lifecycle = N > 1 || async || pc.compute_s > 0;
+  const std::string where =
+      " of point " + std::to_string(pt.index) + " repetition " + std::to_string(rep + 1);
+
+  // Per point, once: staging memory (async) and the compute load.
+  if (async && !pt.staging) {
+    const uint64_t staged = staged_bytes(mine);
+    uint64_t want =
+        pc.staging_bytes != 0 ? pc.staging_bytes : staging_default(staged, local_ranks(rs.comm));
+    want = std::min(want, staged);
+    auto [o, m] = attempt(rs.rank, [&] { pt.staging = std::make_unique<StagingMemory>(want); });
+    rs.agree(o, m, 0);
+  }
+  if (pc.compute_s > 0 && !pt.compute)
+    pt.compute = std::make_unique<ComputeLoad>(pc.compute_kind, pc.compute_s);
+
+  // The compute phase alone (every rank at once, no flush): the baseline of the slowdown.
+  double alone_s = 0;
+  if (pt.compute) {
+    guarded_barrier(rs.comm, rs.agree.stall, "at the barrier before the compute baseline" + where);
+    alone_s = pt.compute->calibrate();
+  }
+
+  NewestCheckpoint out;
+  json ckpts = json::array();
+  double blocked_total = 0;
+  double train_t0 = 0;
+  struct Deleted {
+    int k;
+    double elapsed_s;
+  };
+  std::vector<Deleted> deleted;
+  for (int k = 0; k < N; k++) {
+    const std::string tag = N > 1 ? step_tag(k) : std::string();
+    const std::string ck_dir = N > 1 ? rep_dir + "/" + tag : rep_dir;
+    DirFd ck_fd = N > 1 ? make_shared_dir(rs, pt, rep_fd.get(), tag, ck_dir, true) : DirFd();
+    const int dirfd = N > 1 ? ck_fd.get() : rep_fd.get();
+    RankDataPath dp(*pt.pattern, rs.rank, rs.comm, rs.cfg.verify, ck_dir);
+
+    // Training steps are in lockstep across ranks: each checkpoint starts together.
+    guarded_barrier(rs.comm, rs.agree.stall,
+                    "at the barrier before checkpoint " + std::to_string(k + 1) + where);
+    MPI_Barrier(rs.comm);
+    const double t0 = now_s();
+    if (k == 0) train_t0 = t0;
+    double unblocked = t0, compute_s = 0, compute_end = t0;
+    PhaseResult save;
+    if (async) {
+      StagedDataPath staged(dp, *pt.pattern, mine, *pt.staging);
+      auto unblock = [&] {
+        unblocked = now_s();
+        if (pt.compute) pt.compute->start();
+      };
+      staged.on_unblock(unblock);
+      bool last = false;
+      auto [o, m] = attempt(rs.rank, [&] { last = staged.snapshot(); });
+      if (last) unblock();
+      rs.agree(o, m, 0);  // a failed snapshot stops every rank (the compute thread is joined by
+                          // ~ComputeLoad)
+      save = run_phase(rs, pt, Phase::save, mine, ck_dir, dirfd, dp, rep, &staged);
+      if (pt.compute) {
+        compute_s = pt.compute->join();
+        compute_end = pt.compute->end_s();
+      }
+    } else {
+      save = run_phase(rs, pt, Phase::save, mine, ck_dir, dirfd, dp, rep);
+      unblocked = save.rank_end_s;
+      if (pt.compute) {
+        auto [o, m] = attempt(rs.rank, [&] { pt.compute->start(); });
+        rs.agree(o, m, 0);
+        compute_s = pt.compute->join();
+        compute_end = pt.compute->end_s();
+      }
+    }
+    const double durable = save.rank_end_s - t0;
+    const double snapshot = unblocked - t0;
+    // async: what of the flush outlasted the compute after the snapshot (training waits for it
+    // before the next checkpoint); sync: nothing beyond the save itself.
+    const double wait =
+        async ? std::max(0.0, save.rank_end_s - (pt.compute ? compute_end : unblocked)) : 0.0;
+    const double blocked = async ? snapshot + wait : durable;
+    blocked_total += blocked;
+
+    // The checkpoint is durable on every rank (run_phase ended with a barrier): `latest`, then
+    // retention.
+    double latest_s = 0, delete_s = 0;
+    if (N > 1) {
+      auto [o, m] = attempt(rs.rank, [&] {
+        if (rs.rank != 0) return;
+        const double a = now_s();
+        write_latest(rep_fd.get(), rep_dir, tag);
+        latest_s = now_s() - a;
+        if (pc.keep_last > 0 && k >= pc.keep_last) {
+          const int old = k - pc.keep_last;
+          const double b = now_s();
+          remove_tree(rep_dir + "/" + step_tag(old), rs.run_dir);
+          delete_s = now_s() - b;
+          deleted.push_back({old, delete_s});
+        }
+      });
+      rs.agree(o, m, 0);
+    }
+
+    auto r = across_ranks(rs,
+                          {blocked, snapshot, wait, durable, save.rank_end_s - save.rank_start_s,
+                           compute_s, alone_s > 0 ? compute_s / alone_s - 1.0 : 0.0},
+                          "at the checkpoint statistics" + where);
+    json cj = {{"checkpoint", k + 1},          {"blocked_s", r[0].to_json()},
+               {"snapshot_s", r[1].to_json()}, {"flush_wait_s", r[2].to_json()},
+               {"durable_s", r[3].to_json()},  {(async ? "flush_s" : "save_s"), r[4].to_json()},
+               {"bytes", save.bytes},          {"bandwidth_GiBps", save.bandwidth_GiBps()}};
+    if (N > 1) {
+      cj["step"] = 100 * (k + 1);
+      cj["dir"] = tag;
+    }
+    if (pt.compute) {
+      cj["compute_s"] = r[5].to_json();
+      cj["compute_slowdown"] = r[6].to_json();
+    }
+    if (rs.rank == 0 && N > 1) {
+      cj["latest_write_s"] = latest_s;
+      if (N > 1 && pc.keep_last > 0 && k >= pc.keep_last)
+        cj["deleted"] = {
+            {"dir", step_tag(k - pc.keep_last)},
+            {"elapsed_s", delete_s},
+            {"files", plan.stats.files},
+            {"dirs", plan.stats.dirs + 1},
+            {"bytes", plan.stats.file_bytes},
+            {"entries_per_s",
+             delete_s > 0 ? static_cast<double>(plan.stats.files + plan.stats.dirs + 1) / delete_s
+                          : 0.0}};
+    }
+    ckpts.push_back(cj);
+    if (rs.say && lifecycle) {
+      std::fprintf(stderr,
+                   "ckptbench: [%d] rep %d checkpoint %d/%d%s%s: blocked %.3f s, durable %.3f s "
+                   "(%s %.3f GiB/s)\n",
+                   pt.index, rep + 1, k + 1, N, tag.empty() ? "" : " ", tag.c_str(), r[0].max,
+                   r[3].max, async ? "flush" : "save", save.bandwidth_GiBps());
+    }
+    out.dir = ck_dir;
+    out.fd = N > 1 ? std::move(ck_fd) : DirFd();
+    out.save = std::move(save);
+  }
+  const double training = now_s() - train_t0;
+
+  rj["save"] = out.save.to_json();
+  // Distinct files (a shared file counts once); per-rank handles are counted separately.
+  rj["save"]["rank_file_handles"] = out.save.files;
+  rj["save"]["files"] = plan.stats.files;
+  rj["save"]["sync"] = sync_name(pc.sync);
+  if (lifecycle) {
+    auto r =
+        across_ranks(rs, {blocked_total, training, alone_s}, "at the lifecycle statistics" + where);
+    json lj = {{"save_mode", async ? "async" : "sync"},
+               {"checkpoints", ckpts},
+               {"blocked_s_total", r[0].to_json()},
+               {"training_s", r[1].to_json()}};
+    if (async)
+      lj["staging"] = {{"bytes", pt.staging->size()},
+                       {"staged_bytes", staged_bytes(mine)},
+                       {"note",
+                        "per rank (rank 0's); the state is staged in windows of this "
+                        "size when it is larger"}};
+    if (pt.compute) {
+      lj["compute"] = {{"kind", pc.compute_kind == ComputeKind::sleep ? "sleep" : "cpu"},
+                       {"target_s", pc.compute_s},
+                       {"alone_s", r[2].to_json()}};
+      // Training time with checkpoints over training time without them.
+      const double base = r[2].mean * N;
+      if (base > 0) lj["overhead_fraction"] = r[1].max / base - 1.0;
+    }
+    if (N > 1) {
+      lj["keep_last"] = pc.keep_last;
+      lj["latest"] = step_tag(N - 1);
+      double del = 0;
+      for (const auto& d : deleted) del += d.elapsed_s;
+      if (rs.rank == 0)
+        lj["retention"] = {{"deleted", deleted.size()},
+                           {"elapsed_s", del},
+                           {"kept", N - static_cast<int>(deleted.size())}};
+    }
+    rj["lifecycle"] = lj;
+  }
+  if (N == 1) out.fd = DirFd();
+  return out;
+}
+
+}  // namespace ckpt
