@@ -493,6 +493,101 @@ def real_vs_replay(paths, docs, want_json):
     return 0
 
 
+def comparison_rows(base, matches, hows, letters):
+    """Per matched point of A: each phase's median bandwidth in every report, the ratio to A and
+    the test on the repetitions. Returns (rows, the tests that gave a p-value)."""
+    rows = []
+    for i, p in enumerate(base):
+        if all(m[i] is None for m in matches):
+            continue
+        row = {"point": point_label(p), "index": p.get("index", i + 1), "phases": {}}
+        for phase in PHASES:
+            a_vals = rep_values(p, phase, "bandwidth_GiBps")
+            a_bw = bandwidth(p, phase)
+            cols = [{"report": letters[0], "bandwidth_GiBps": a_bw, "n": len(a_vals)}]
+            for k, m in enumerate(matches):
+                q = m[i]
+                b_vals = rep_values(q, phase, "bandwidth_GiBps") if q is not None else []
+                b_bw = bandwidth(q, phase) if q is not None else None
+                test = judge(a_vals, b_vals) if a_bw is not None and b_bw is not None else None
+                cols.append({"report": letters[k + 1], "bandwidth_GiBps": b_bw, "n": len(b_vals),
+                             "ratio": ratio(a_bw, b_bw), "flag": test["flag"] if test else "",
+                             "test": test, "matched_on": hows[k][i]})
+            row["phases"][phase] = cols
+        rows.append(row)
+    tests = [c["test"] for r in rows for cols in r["phases"].values() for c in cols[1:]
+             if c.get("test") and c["test"]["p"] is not None]
+
+    return rows, tests
+
+
+def comparison_json(reports, letters, v0, rows, base, matches, leftovers):
+    """The comparison as the --json document."""
+    def tj(t):
+        return None if t is None else {"min": t[0], "median": t[1], "max": t[2]}
+    out = {"reports": dict(zip(letters, reports)), "schema_version": v0,
+           "test": {"name": TEST_NAME, "sided": "two", "alpha": ALPHA,
+                    "min_repetitions": MIN_REPS, "on": "per-repetition bandwidth_GiBps"},
+           "points": []}
+    for r in rows:
+        pr = {"point": r["point"], "index": r["index"]}
+        for phase, cols in r["phases"].items():
+            pr[phase] = [dict(c, bandwidth_GiBps=tj(c["bandwidth_GiBps"])) for c in cols]
+        out["points"].append(pr)
+    out["unmatched"] = {letters[k + 1]: [point_label(q) for q in left]
+                        for k, left in enumerate(leftovers)}
+    out["unmatched"][letters[0]] = [point_label(p) for i, p in enumerate(base)
+                                    if all(m[i] is None for m in matches)]
+    return out
+
+
+def print_comparison(letters, names, how_match, rows, tests, base, matches, leftovers):
+    """The comparison as text: one table per matched point, then what matched nothing."""
+    for L, n in zip(letters, names):
+        print(f"{L}: {n}")
+    print("bandwidth in GiB/s: median (min..max) over n repetitions; ratio = X/A of the medians")
+    print(f"test: {TEST_NAME} (two-sided) on the per-repetition bandwidths, threshold "
+          f"p < {ALPHA:g}; '+'/'-' after a ratio = faster/slower at that threshold; needs >= "
+          f"{MIN_REPS} repetitions on each side (fewer give no usable estimate of the spread)")
+    if not rows:
+        print(no_match_hint(how_match))
+    width = max([len(fmt_bw(c["bandwidth_GiBps"], c["n"])) for r in rows
+                 for cols in r["phases"].values() for c in cols] + [12]) + 2
+    for r in rows:
+        how = {c.get("matched_on") for cols in r["phases"].values() for c in cols[1:]} - {None}
+        note = "  (matched on params: the configs differ)" if "params" in how else ""
+        if "probe" in how:
+            note = "  (matched on the probe's settings: the probe sizes differ)"
+        print(f"\n[{r['index']}] {r['point']}{note}")
+        head = f"  {'phase':<8}" + "".join(f"{L + ' GiB/s':>{width}}" for L in letters) + "".join(
+            f"{L + '/A':>10}" for L in letters[1:])
+        print(head)
+        for phase, cols in r["phases"].items():
+            line = f"  {phase:<8}" + "".join(f"{fmt_bw(c['bandwidth_GiBps'], c['n']):>{width}}"
+                                             for c in cols)
+            for c in cols[1:]:
+                rt = c["ratio"]
+                cell = "-" if rt is None else f"{rt:.3f}{c['flag'] or ' '}"
+                line += f"{cell:>10}"
+            verdicts = [(c["report"], verdict_text(c["test"])) for c in cols[1:] if c["test"]]
+            if len(cols) == 2 and verdicts:
+                line += "  " + verdicts[0][1]
+            elif verdicts:
+                line += "  " + "; ".join(f"{L}: {t}" for L, t in verdicts)
+            print(line)
+    if len(tests) > 1:
+        hits = sum(1 for t in tests if t["flag"])
+        print(f"\n{hits} of {len(tests)} tested differences have p < {ALPHA:g}; if no setup "
+              f"differed, about {len(tests) * ALPHA:.1f} would by chance alone")
+    for k, left in enumerate(leftovers):
+        if left:
+            print(f"\n{letters[k + 1]} points with no match in A: "
+                  + "; ".join(point_label(q) for q in left))
+    unmatched_a = [point_label(p) for i, p in enumerate(base) if all(m[i] is None for m in matches)]
+    if unmatched_a:
+        print("\nA points with no match: " + "; ".join(unmatched_a))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(
         description="Compare ckptbench reports point by point: median save/restore bandwidth "
@@ -541,90 +636,12 @@ def main(argv=None):
         hows.append(h)
         leftovers.append(left)
 
-    rows = []
-    for i, p in enumerate(base):
-        if all(m[i] is None for m in matches):
-            continue
-        row = {"point": point_label(p), "index": p.get("index", i + 1), "phases": {}}
-        for phase in PHASES:
-            a_vals = rep_values(p, phase, "bandwidth_GiBps")
-            a_bw = bandwidth(p, phase)
-            cols = [{"report": letters[0], "bandwidth_GiBps": a_bw, "n": len(a_vals)}]
-            for k, m in enumerate(matches):
-                q = m[i]
-                b_vals = rep_values(q, phase, "bandwidth_GiBps") if q is not None else []
-                b_bw = bandwidth(q, phase) if q is not None else None
-                test = judge(a_vals, b_vals) if a_bw is not None and b_bw is not None else None
-                cols.append({"report": letters[k + 1], "bandwidth_GiBps": b_bw, "n": len(b_vals),
-                             "ratio": ratio(a_bw, b_bw), "flag": test["flag"] if test else "",
-                             "test": test, "matched_on": hows[k][i]})
-            row["phases"][phase] = cols
-        rows.append(row)
-    tests = [c["test"] for r in rows for cols in r["phases"].values() for c in cols[1:]
-             if c.get("test") and c["test"]["p"] is not None]
-
+    rows, tests = comparison_rows(base, matches, hows, letters)
     if a.json:
-        def tj(t):
-            return None if t is None else {"min": t[0], "median": t[1], "max": t[2]}
-        out = {"reports": dict(zip(letters, a.reports)), "schema_version": v0,
-               "test": {"name": TEST_NAME, "sided": "two", "alpha": ALPHA,
-                        "min_repetitions": MIN_REPS, "on": "per-repetition bandwidth_GiBps"},
-               "points": []}
-        for r in rows:
-            pr = {"point": r["point"], "index": r["index"]}
-            for phase, cols in r["phases"].items():
-                pr[phase] = [dict(c, bandwidth_GiBps=tj(c["bandwidth_GiBps"])) for c in cols]
-            out["points"].append(pr)
-        out["unmatched"] = {letters[k + 1]: [point_label(q) for q in left]
-                            for k, left in enumerate(leftovers)}
-        out["unmatched"][letters[0]] = [point_label(p) for i, p in enumerate(base)
-                                        if all(m[i] is None for m in matches)]
-        print(json.dumps(out, indent=2))
+        print(json.dumps(comparison_json(a.reports, letters, v0, rows, base, matches, leftovers),
+                         indent=2))
         return 0
-
-    for L, n in zip(letters, names):
-        print(f"{L}: {n}")
-    print("bandwidth in GiB/s: median (min..max) over n repetitions; ratio = X/A of the medians")
-    print(f"test: {TEST_NAME} (two-sided) on the per-repetition bandwidths, threshold "
-          f"p < {ALPHA:g}; '+'/'-' after a ratio = faster/slower at that threshold; needs >= "
-          f"{MIN_REPS} repetitions on each side (fewer give no usable estimate of the spread)")
-    if not rows:
-        print(no_match_hint(a.match))
-    width = max([len(fmt_bw(c["bandwidth_GiBps"], c["n"])) for r in rows
-                 for cols in r["phases"].values() for c in cols] + [12]) + 2
-    for r in rows:
-        how = {c.get("matched_on") for cols in r["phases"].values() for c in cols[1:]} - {None}
-        note = "  (matched on params: the configs differ)" if "params" in how else ""
-        if "probe" in how:
-            note = "  (matched on the probe's settings: the probe sizes differ)"
-        print(f"\n[{r['index']}] {r['point']}{note}")
-        head = f"  {'phase':<8}" + "".join(f"{L + ' GiB/s':>{width}}" for L in letters) + "".join(
-            f"{L + '/A':>10}" for L in letters[1:])
-        print(head)
-        for phase, cols in r["phases"].items():
-            line = f"  {phase:<8}" + "".join(f"{fmt_bw(c['bandwidth_GiBps'], c['n']):>{width}}"
-                                             for c in cols)
-            for c in cols[1:]:
-                rt = c["ratio"]
-                cell = "-" if rt is None else f"{rt:.3f}{c['flag'] or ' '}"
-                line += f"{cell:>10}"
-            verdicts = [(c["report"], verdict_text(c["test"])) for c in cols[1:] if c["test"]]
-            if len(cols) == 2 and verdicts:
-                line += "  " + verdicts[0][1]
-            elif verdicts:
-                line += "  " + "; ".join(f"{L}: {t}" for L, t in verdicts)
-            print(line)
-    if len(tests) > 1:
-        hits = sum(1 for t in tests if t["flag"])
-        print(f"\n{hits} of {len(tests)} tested differences have p < {ALPHA:g}; if no setup "
-              f"differed, about {len(tests) * ALPHA:.1f} would by chance alone")
-    for k, left in enumerate(leftovers):
-        if left:
-            print(f"\n{letters[k + 1]} points with no match in A: "
-                  + "; ".join(point_label(q) for q in left))
-    unmatched_a = [point_label(p) for i, p in enumerate(base) if all(m[i] is None for m in matches)]
-    if unmatched_a:
-        print("\nA points with no match: " + "; ".join(unmatched_a))
+    print_comparison(letters, names, a.match, rows, tests, base, matches, leftovers)
     return 0
 
 

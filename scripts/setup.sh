@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages ckptbench needs, only those that are missing.
 # Usage: scripts/setup.sh [--with-plots] [--with-cluster]
-#   (default)       build, tests and scripts/compare.py, scripts/ckptreport.py (standard library)
+#   (default)       build, tests and scripts/compare.py, scripts/ckptreport.py (standard library);
+#                   bindfs for the FUSE cases of tests/cli/test_hostile.sh
 #   --with-plots    also python3-matplotlib for scripts/plot.py (it pulls in python3-numpy);
 #                   without it the plot test (tests/cli/test_plot_compare.sh) is skipped
-#   --with-cluster  also Slurm and MUNGE (scripts/slurm/local-cluster.sh, a one-node Slurm) and
-#                   bindfs (scripts/multihost/: several MPI hosts on one machine); the tests
-#                   that use them install what is missing themselves when run as root
+#   --with-cluster  also Slurm and MUNGE (scripts/slurm/local-cluster.sh, a one-node Slurm), for
+#                   the integration suites (scripts/test.sh --integration); the tests that use
+#                   them install what is missing themselves when run as root
 set -euo pipefail
 
 with_plots=0
@@ -27,12 +28,12 @@ pkgs=(build-essential cmake pkg-config git
       liburing-dev
       libhdf5-openmpi-dev hdf5-tools
       libcli11-dev nlohmann-json3-dev libgtest-dev zlib1g-dev
-      fio python3 python3-jsonschema universal-ctags)
+      fio python3 python3-jsonschema universal-ctags bindfs)
 if [ $with_plots -eq 1 ]; then
   pkgs+=(python3-matplotlib)
 fi
 if [ $with_cluster -eq 1 ]; then
-  pkgs+=(slurmctld slurmd slurm-client munge bindfs)
+  pkgs+=(slurmctld slurmd slurm-client munge)
 fi
 
 missing=()

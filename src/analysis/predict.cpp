@@ -349,15 +349,17 @@ json Prediction::to_json() const {
           {"restore", restore.to_json()}};
 }
 
-Prediction predict(const PredictModel& model, const PointConfig& pc, const IoPlan& plan,
-                   const std::vector<int>& node_of_rank) {
-  if (node_of_rank.size() != plan.ranks.size())
-    throw Error("predict: node_of_rank has " + std::to_string(node_of_rank.size()) +
-                " entries for a plan of " + std::to_string(plan.ranks.size()) + " ranks");
-  Prediction out;
-  out.ranks = static_cast<int>(plan.ranks.size());
+namespace {
 
-  // The plan's side: bytes per rank and per node, files created, opened and synced.
+// Scale factors of the save and the restore ceilings.
+struct PhaseFactors {
+  double save = 1, restore = 1;
+};
+
+// The plan's side: bytes per rank and per node, files created, opened and synced. Returns the most
+// ranks on one node.
+int tally_plan(const PointConfig& pc, const IoPlan& plan, const std::vector<int>& node_of_rank,
+               Prediction& out) {
   std::map<int, uint64_t> node_save, node_restore;
   std::map<int, int> ranks_on_node;
   uint64_t max_syncs = 0;
@@ -397,7 +399,11 @@ Prediction predict(const PredictModel& model, const PointConfig& pc, const IoPla
     out.restore.max_node_bytes = std::max(out.restore.max_node_bytes, b);
   int max_rpn = 0;
   for (const auto& [n, k] : ranks_on_node) max_rpn = std::max(max_rpn, k);
+  return max_rpn;
+}
 
+void note_ranks_per_node(const PredictModel& model, const PointConfig& pc, int max_rpn,
+                         Prediction& out) {
   const bool one_node =
       pc.ranks_per_node == 0 && out.nodes == 1 && out.ranks > model.measured_ranks_per_node;
   if (one_node)
@@ -411,66 +417,71 @@ Prediction predict(const PredictModel& model, const PointConfig& pc, const IoPla
                         std::to_string(model.measured_ranks_per_node) +
                         " the node ceilings were measured with: the node ceilings are taken as "
                         "measured");
+}
 
-  // Data-path scaling: the point's entry relative to the entry of the model's own settings.
-  double save_pf = 1, restore_pf = 1;
+// Data-path scaling: the point's entry relative to the entry of the model's own settings.
+PhaseFactors path_factors(const PredictModel& model, const PointConfig& pc, Prediction& out) {
+  PhaseFactors pf;
   const bool same_path = pc.backend == model.backend && pc.direct == model.direct &&
                          pc.block_size == model.block_size && pc.queue_depth == model.queue_depth;
+  if (same_path) return pf;
   const std::string point_path =
       describe_path(pc.backend, pc.direct, pc.block_size, pc.queue_depth);
-  if (!same_path) {
-    bool point_exact = false, base_exact = false;
-    const int pi = find_data_path(model.data_path, pc.backend, pc.direct, pc.block_size,
-                                  pc.queue_depth, &point_exact);
-    const int bi = find_data_path(model.data_path, model.backend, model.direct, model.block_size,
-                                  model.queue_depth, &base_exact);
-    const std::string base_path =
-        describe_path(model.backend, model.direct, model.block_size, model.queue_depth);
-    if (pi < 0) {
-      out.notes.push_back("the point's data path (" + point_path +
-                          ") was not measured (no data_path entry with that backend and direct): "
-                          "ceilings not scaled from the model's settings (" +
-                          base_path + ")");
-    } else if (bi < 0) {
-      out.notes.push_back("the model's own data path (" + base_path +
-                          ") has no data_path entry with that backend and direct: ceilings not "
-                          "scaled to the point's (" +
-                          point_path + ")");
-    } else {
-      const auto& p = model.data_path[static_cast<size_t>(pi)];
-      const auto& b = model.data_path[static_cast<size_t>(bi)];
-      save_pf = p.save_GiBps / b.save_GiBps;
-      restore_pf = p.restore_GiBps / b.restore_GiBps;
-      if (!point_exact)
-        out.notes.push_back("the point's data path (" + point_path +
-                            ") was not measured; nearest measured: " + describe_path(p) +
-                            " (ceilings x" + num(save_pf) + " save, x" + num(restore_pf) +
-                            " restore)");
-      if (!base_exact)
-        out.notes.push_back("the model's own data path (" + base_path +
-                            ") has no exact data_path entry; nearest: " + describe_path(b));
-    }
+  bool point_exact = false, base_exact = false;
+  const int pi = find_data_path(model.data_path, pc.backend, pc.direct, pc.block_size,
+                                pc.queue_depth, &point_exact);
+  const int bi = find_data_path(model.data_path, model.backend, model.direct, model.block_size,
+                                model.queue_depth, &base_exact);
+  const std::string base_path =
+      describe_path(model.backend, model.direct, model.block_size, model.queue_depth);
+  if (pi < 0) {
+    out.notes.push_back("the point's data path (" + point_path +
+                        ") was not measured (no data_path entry with that backend and direct): "
+                        "ceilings not scaled from the model's settings (" +
+                        base_path + ")");
+    return pf;
   }
-  if (!model.transfer.empty() && model.transfer != transfer_mode_name(pc.transfer))
-    out.notes.push_back("the ceilings were measured with transfer " + model.transfer +
-                        ", this point uses " + transfer_mode_name(pc.transfer) + " (not scaled)");
-
-  // Shared files.
-  double save_lf = 1, restore_lf = 1;
-  if (out.shared_files) {
-    auto it = model.layout_factor.find("shared-file");
-    if (it != model.layout_factor.end()) {
-      save_lf = it->second.save;
-      restore_lf = it->second.restore;
-    } else {
-      out.notes.push_back(
-          "the layout has shared files (several writers per file) but the model has no "
-          "layout_factor \"shared-file\": bandwidth taken as for one file per rank");
-    }
+  if (bi < 0) {
+    out.notes.push_back("the model's own data path (" + base_path +
+                        ") has no data_path entry with that backend and direct: ceilings not "
+                        "scaled to the point's (" +
+                        point_path + ")");
+    return pf;
   }
+  const auto& p = model.data_path[static_cast<size_t>(pi)];
+  const auto& b = model.data_path[static_cast<size_t>(bi)];
+  pf.save = p.save_GiBps / b.save_GiBps;
+  pf.restore = p.restore_GiBps / b.restore_GiBps;
+  if (!point_exact)
+    out.notes.push_back("the point's data path (" + point_path +
+                        ") was not measured; nearest measured: " + describe_path(p) +
+                        " (ceilings x" + num(pf.save) + " save, x" + num(pf.restore) + " restore)");
+  if (!base_exact)
+    out.notes.push_back("the model's own data path (" + base_path +
+                        ") has no exact data_path entry; nearest: " + describe_path(b));
+  return pf;
+}
 
-  // The ceilings in force, the aggregate extrapolated to the job's nodes when it has more than
-  // were measured and the measured job did not saturate the file system.
+// Shared files.
+PhaseFactors layout_factors(const PredictModel& model, Prediction& out) {
+  PhaseFactors lf;
+  if (!out.shared_files) return lf;
+  auto it = model.layout_factor.find("shared-file");
+  if (it != model.layout_factor.end()) {
+    lf.save = it->second.save;
+    lf.restore = it->second.restore;
+  } else {
+    out.notes.push_back(
+        "the layout has shared files (several writers per file) but the model has no "
+        "layout_factor \"shared-file\": bandwidth taken as for one file per rank");
+  }
+  return lf;
+}
+
+// The ceilings in force, the aggregate extrapolated to the job's nodes when it has more than
+// were measured and the measured job did not saturate the file system.
+void apply_ceilings(const PredictModel& model, PhaseFactors path, PhaseFactors layout,
+                    Prediction& out) {
   const auto ceilings = [&](PredictPhaseData& d, const PredictCeilings& c, double pf, double lf) {
     d.path_factor = pf;
     d.layout_factor = lf;
@@ -484,8 +495,8 @@ Prediction predict(const PredictModel& model, const PointConfig& pc, const IoPla
     }
     data_time(d);
   };
-  ceilings(out.save, model.save, save_pf, save_lf);
-  ceilings(out.restore, model.restore, restore_pf, restore_lf);
+  ceilings(out.save, model.save, path.save, layout.save);
+  ceilings(out.restore, model.restore, path.restore, layout.restore);
   const auto scale_note = [&](const char* phase, const PredictCeilings& c,
                               const PredictPhaseData& d) {
     if (out.nodes <= model.measured_nodes) return;
@@ -502,7 +513,10 @@ Prediction predict(const PredictModel& model, const PointConfig& pc, const IoPla
   };
   scale_note("save", model.save, out.save);
   scale_note("restore", model.restore, out.restore);
+}
 
+// The phases' times: fixed overhead, data, and the metadata operations.
+void add_times(const PredictModel& model, Prediction& out) {
   out.data_save_s = out.save.data_s;
   out.data_restore_s = out.restore.data_s;
   out.save_bound = out.save.bound;
@@ -514,8 +528,10 @@ Prediction predict(const PredictModel& model, const PointConfig& pc, const IoPla
   out.overhead_restore_s = model.restore.overhead_s;
   out.save_s = out.overhead_save_s + out.data_save_s + out.create_s + out.sync_s;
   out.restore_s = out.overhead_restore_s + out.data_restore_s + out.open_s;
+}
 
-  // What the model leaves out for this point.
+// What the model leaves out for this point.
+void note_left_out(const PointConfig& pc, Prediction& out) {
   if (pc.sync == SyncPolicy::none)
     out.notes.push_back(
         "sync none: predicted as if the data reached storage at the measured bandwidth; a save "
@@ -533,6 +549,27 @@ Prediction predict(const PredictModel& model, const PointConfig& pc, const IoPla
         "saved file at the saved parallelism (the resharded reads are not modelled)");
   if (pc.restore.method == RestoreMethod::mmap)
     out.notes.push_back("restore.method mmap: predicted as explicit reads");
+}
+
+}  // namespace
+
+Prediction predict(const PredictModel& model, const PointConfig& pc, const IoPlan& plan,
+                   const std::vector<int>& node_of_rank) {
+  if (node_of_rank.size() != plan.ranks.size())
+    throw Error("predict: node_of_rank has " + std::to_string(node_of_rank.size()) +
+                " entries for a plan of " + std::to_string(plan.ranks.size()) + " ranks");
+  Prediction out;
+  out.ranks = static_cast<int>(plan.ranks.size());
+  const int max_rpn = tally_plan(pc, plan, node_of_rank, out);
+  note_ranks_per_node(model, pc, max_rpn, out);
+  const PhaseFactors path = path_factors(model, pc, out);
+  if (!model.transfer.empty() && model.transfer != transfer_mode_name(pc.transfer))
+    out.notes.push_back("the ceilings were measured with transfer " + model.transfer +
+                        ", this point uses " + transfer_mode_name(pc.transfer) + " (not scaled)");
+  const PhaseFactors layout = layout_factors(model, out);
+  apply_ceilings(model, path, layout, out);
+  add_times(model, out);
+  note_left_out(pc, out);
   return out;
 }
 

@@ -11,6 +11,10 @@
 // settings, shared-file region alignment, per-rank and per-node ceilings, ranks per node (several
 // nodes), striping (Lustre, CephFS) and the metadata rate. Rank 0 measures; every decision is
 // computed by every rank from what rank 0 broadcasts, so all ranks walk the same search.
+//
+// What the probes add up to is pure and lives in analysis/: the statistics (char_stats), the
+// probe record (char_probe), the findings (char_findings), the model and the recommendation's
+// pieces (char_model), the text printed at the end (char_summary).
 #include "ckptbench/cli/characterize.hpp"
 
 #include <sys/stat.h>
@@ -20,17 +24,18 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
-#include <limits>
 #include <map>
-#include <set>
 
+#include "ckptbench/analysis/char_findings.hpp"
+#include "ckptbench/analysis/char_model.hpp"
+#include "ckptbench/analysis/char_probe.hpp"
+#include "ckptbench/analysis/char_stats.hpp"
 #include "ckptbench/analysis/predict.hpp"
 #include "ckptbench/analysis/report.hpp"
 #include "ckptbench/base/error.hpp"
 #include "ckptbench/base/jsonread.hpp"
 #include "ckptbench/base/metrics.hpp"
 #include "ckptbench/base/units.hpp"
-#include "ckptbench/base/version.hpp"
 #include "ckptbench/cli/options.hpp"
 #include "ckptbench/fs/fs.hpp"
 #include "ckptbench/fs/mdprobe.hpp"
@@ -49,86 +54,6 @@
 namespace ckpt {
 
 using json = nlohmann::json;
-
-// ---------------------------------------------------------------------------------------------
-// Statistics
-
-double t_quantile_975(int df) {
-  // Student's t, two-sided 95 %: exact to 3 decimals for df 1..30, then the normal limit
-  // approached as 1.96 + 2.4/df (within 0.003 of the true value above 30).
-  static const double t[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-                             2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-                             2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
-  if (df < 1) return std::numeric_limits<double>::infinity();
-  if (df <= 30) return t[df - 1];
-  return 1.96 + 2.4 / df;
-}
-
-double SampleStats::rel_half_width() const {
-  return mean > 0 ? half_width / mean : std::numeric_limits<double>::infinity();
-}
-
-json SampleStats::to_json() const {
-  json j = {{"n", n}, {"mean", mean}, {"sd", sd}};
-  if (std::isfinite(half_width)) {
-    j["half_width"] = half_width;
-    j["low"] = std::max(0.0, mean - half_width);  // every sample is a rate or a time: >= 0
-    j["high"] = mean + half_width;
-  } else {
-    j["half_width"] = nullptr;
-    j["low"] = nullptr;
-    j["high"] = nullptr;
-  }
-  return j;
-}
-
-SampleStats sample_stats(const std::vector<double>& v) {
-  SampleStats s;
-  s.n = static_cast<int>(v.size());
-  if (v.empty()) {
-    s.half_width = std::numeric_limits<double>::infinity();
-    return s;
-  }
-  double sum = 0;
-  for (double x : v) sum += x;
-  s.mean = sum / s.n;
-  if (s.n < 2) {
-    s.half_width = std::numeric_limits<double>::infinity();
-    return s;
-  }
-  double ss = 0;
-  for (double x : v) ss += (x - s.mean) * (x - s.mean);
-  s.sd = std::sqrt(ss / (s.n - 1));
-  s.half_width = t_quantile_975(s.n - 1) * s.sd / std::sqrt(static_cast<double>(s.n));
-  return s;
-}
-
-json ratio_json(const SampleStats& a, const SampleStats& b) {
-  if (b.mean <= 0) return json{{"ratio", nullptr}, {"low", nullptr}, {"high", nullptr}};
-  const double r = a.mean / b.mean;
-  const double rel = std::hypot(a.rel_half_width(), b.rel_half_width());
-  json j = {{"ratio", r}};
-  if (std::isfinite(rel)) {
-    j["low"] = r * std::max(0.0, 1 - rel);
-    j["high"] = r * (1 + rel);
-  } else {
-    j["low"] = nullptr;
-    j["high"] = nullptr;
-  }
-  return j;
-}
-
-double knee_of(const std::vector<CurvePoint>& curve, double tol, double* best) {
-  if (curve.empty()) return 0;
-  const CurvePoint* top = &curve[0];
-  for (const auto& c : curve)
-    if (c.y.mean > top->y.mean) top = &c;
-  if (best) *best = top->x;
-  double knee = top->x;
-  for (const auto& c : curve)
-    if (c.y.mean >= (1 - tol) * top->y.mean && c.x < knee) knee = c.x;
-  return knee;
-}
 
 const std::vector<std::string>& characterize_stages() {
   static const std::vector<std::string> s = {
@@ -165,48 +90,6 @@ std::string size_label(uint64_t b) {
     if (b >= n && b % n == 0) return std::to_string(b / n) + unit;
   return std::to_string(b);
 }
-
-// One measured point of the search.
-struct Probe {
-  std::string stage;
-  json settings = json::object();  // keys set on the probe config
-  std::string members = "all";     // all | rank0 | node0 | per-node:<k>
-  int ranks = 0;                   // ranks that ran it
-  std::vector<double> save, restore, save_s, restore_s;
-  int max_in_flight = 0;        // counters.max_in_flight.max of the save (the queue used)
-  uint64_t bytes_per_rank = 0;  // 0 until measured: the search's probe size
-  // A probe of the chosen data path at a fraction of the probe size: with the full-size one it
-  // gives the phases' fixed cost (the model's overhead_s). Kept out of curves and ceilings.
-  bool small = false;
-  std::string status = "ok";  // ok | skipped | failed
-  std::string reason;         // why skipped or failed
-  std::string stop;           // why it stopped repeating
-  json point;                 // the merged report point (rank 0)
-  int index = 0;              // its index among the report's points
-  SampleStats s_save() const { return sample_stats(save); }
-  SampleStats s_restore() const { return sample_stats(restore); }
-  bool ok() const { return status == "ok" && !save.empty(); }
-  json to_json() const {
-    json j = {{"stage", stage},
-              {"settings", settings},
-              {"members", members},
-              {"ranks", ranks},
-              {"status", status}};
-    if (!reason.empty()) j["reason"] = reason;
-    if (small) j["small"] = true;
-    if (index > 0) j["point"] = index;
-    if (ok()) {
-      j["bytes_per_rank"] = bytes_per_rank;
-      j["save_GiBps"] = s_save().to_json();
-      j["save_GiBps"]["samples"] = save;
-      j["restore_GiBps"] = s_restore().to_json();
-      j["restore_GiBps"]["samples"] = restore;
-      j["max_in_flight"] = max_in_flight;
-      j["stop"] = stop;
-    }
-    return j;
-  }
-};
 
 // A probe repeats in several runs (one run_benchmark call per batch): their points become one,
 // the later runs' repetitions appended and renumbered.
@@ -292,20 +175,42 @@ class Characterizer {
   json base_doc() const;
   json probe_doc(const Probe& p, int reps, int member_ranks) const;
   Probe& measure(Probe p, const std::string& stage, int min_reps = 0);
+  bool is_member(const std::string& members) const;
+  json run_batch(const Probe& p, int batch, int members, bool member, MPI_Comm sub, json* merged);
+  void refused(Probe& p, const json& out, const std::string& label);
+  bool take_batch(Probe& p, const json& out, int min_reps);
+  void record(Probe& p, json merged, const std::string& label);
   json run_once(const json& doc, MPI_Comm sub, std::string* err, int* code);
   const Probe* best_all(const std::function<bool(const Probe&)>& pred = nullptr) const;
+  const Probe* find_probe(const json& settings, const std::string& members = "all") const;
+  const Probe* measure_once(const json& settings, const std::string& stage,
+                            const std::string& members = "all");
+  json best_setting() const;
   void plan_stages();
+  // The steps of run(), in order.
+  void check_options() const;
+  void open_target();
+  void map_job();
+  uint64_t probe_state_bytes() const;
+  uint64_t size_probes();
+  void calibrate(uint64_t max_bytes);
+  bool odirect_works();
+  void search_backends(bool odirect);
+  void search_transfer_size();
+  void search_queue_depth();
+  void search_region_align(const json& chosen);
+  void search_ceilings(const json& chosen);
+  void search_stripes(const json& chosen);
+  json measure_metadata();
   CharacterizeResult finish(const json& chosen, const json& md);
+  void recommend(json& ch, const json& model, const json& chosen);
   json header_json() const;
   json report_doc(const std::string& status, const json& ch) const;
   void write_partial() const;
+  SearchFacts search_facts() const;
   std::string started_;          // UTC time of the start
   std::string target_;           // the directory characterised
   bool target_created_ = false;  // rank 0: this run made the target directory
-  json findings(const json& chosen, const json& md) const;
-  json model_json(const json& chosen, const json& md, std::string* why_not) const;
-  json fixed_cost(const json& chosen) const;
-  bool on_chosen_path(const Probe& p, const json& chosen) const;
   const Probe* reference_probe(const json& chosen) const;
   json validate(json doc, double pred_save, double pred_restore, int world, const json& chosen);
   void push_point(json pt, int index, json probe);
@@ -412,21 +317,7 @@ Probe& Characterizer::measure(Probe p, const std::string& stage, int min_reps) {
     probes_.push_back(std::move(p));
     return probes_.back();
   }
-  // Members: ranks that run this probe (rank 0 always among them).
-  bool member = true;
-  if (p.members == "rank0") {
-    member = rank_ == 0;
-  } else if (p.members == "node0") {
-    member = nodes_.node_of_rank[static_cast<size_t>(rank_)] == nodes_.node_of_rank[0];
-  } else if (p.members.rfind("per-node:", 0) == 0) {
-    const int k = std::stoi(p.members.substr(9));
-    int local = 0;  // this rank's index among its node's ranks
-    for (int r = 0; r < rank_; r++)
-      if (nodes_.node_of_rank[static_cast<size_t>(r)] ==
-          nodes_.node_of_rank[static_cast<size_t>(rank_)])
-        local++;
-    member = local < k;
-  }
+  const bool member = is_member(p.members);
   MPI_Comm sub = MPI_COMM_NULL;
   MPI_Comm_split(comm_, member ? 0 : MPI_UNDEFINED, rank_, &sub);
   int members = 0, one = member ? 1 : 0;
@@ -438,95 +329,148 @@ Probe& Characterizer::measure(Probe p, const std::string& stage, int min_reps) {
   while (true) {
     const int n = static_cast<int>(p.save.size());
     const int batch = n == 0 ? min_reps : 1;
-    json out;  // rank 0 -> all: {code, error, save[], restore[], ..., t}
-    if (member) {
-      std::string err;
-      int code = 0;
-      json pt = run_once(probe_doc(p, batch, members), sub, &err, &code);
-      if (rank_ == 0) {
-        out = {{"code", code}, {"error", err}};
-        if (code == 0) {
-          json s = json::array(), r = json::array(), ss = json::array(), rs = json::array();
-          int mif = 0;
-          for (const auto& rep : pt["repetitions"]) {
-            s.push_back(rep["save"]["bandwidth_GiBps"]);
-            r.push_back(rep["restore"]["bandwidth_GiBps"]);
-            ss.push_back(rep["save"]["elapsed_s"]);
-            rs.push_back(rep["restore"]["elapsed_s"]);
-            const json* c = &rep["save"];
-            if (c->contains("counters") && (*c)["counters"].contains("max_in_flight"))
-              mif = std::max(mif, (*c)["counters"]["max_in_flight"].value("max", 0));
-          }
-          out["save"] = s;
-          out["restore"] = r;
-          out["save_s"] = ss;
-          out["restore_s"] = rs;
-          out["max_in_flight"] = mif;
-          append_repetitions(merged, pt);
-        }
-        out["t"] = now();
-        out["stop"] = stop_signal();
-        struct stat wst;
-        out["work_gone"] = ::lstat(work_.c_str(), &wst) != 0 || !S_ISDIR(wst.st_mode);
-      }
-    }
-    out = bcast_json(out, 0, comm_);
+    json out = run_batch(p, batch, members, member, sub, &merged);
     if (out["stop"].get<int>() != 0) stopped_ = true;
-    const int code = out["code"].get<int>();
-    if (code != 0) {
-      p.status = code == 2 ? "skipped" : "failed";
-      p.reason = out["error"].get<std::string>();
-      if (rank_ == 0 && !opt_.quiet)
-        std::printf("characterize: %-14s %s: %s: %s\n", stage.c_str(), label.c_str(),
-                    p.status.c_str(), text_excerpt(p.reason, 300).c_str());
-      // A probe that failed its I/O, or a work directory gone (the target removed), ends the
-      // search: findings from the probes that ran before would describe another file system.
-      // (A probe refused as a combination this target does not take is skipped.) Every rank
-      // knows it from the broadcast and throws together; run_characterize reports it.
-      if (!stopped_ && (code == 1 || out.value("work_gone", false))) {
-        failed_probes_.push_back(stage + " " + label);
-        throw ProbeFailed("the probe " + stage + " " + label + " failed" +
-                          (out.value("work_gone", false)
-                               ? " and the work directory '" + work_ +
-                                     "' is gone (the target was removed or replaced)"
-                               : std::string()) +
-                          ": " + text_excerpt(p.reason, 1000));
-      }
+    if (out["code"].get<int>() != 0) {
+      refused(p, out, label);
       break;
     }
-    for (const auto& v : out["save"]) p.save.push_back(v.get<double>());
-    for (const auto& v : out["restore"]) p.restore.push_back(v.get<double>());
-    for (const auto& v : out["save_s"]) p.save_s.push_back(v.get<double>());
-    for (const auto& v : out["restore_s"]) p.restore_s.push_back(v.get<double>());
-    p.max_in_flight = std::max(p.max_in_flight, out["max_in_flight"].get<int>());
-    const SampleStats s = p.s_save();
-    const double t = out["t"].get<double>();
-    const int reps = static_cast<int>(p.save.size());
-    if (stopped_) {
-      p.stop = "interrupted";
-      break;
-    }
-    if (reps >= min_reps && s.rel_half_width() <= opt_.ci_width) {
-      p.stop = "interval";
-      break;
-    }
-    if (reps >= opt_.max_reps) {
-      p.stop = "max_repetitions";
-      break;
-    }
-    if (t >= deadline_[stage]) {
-      p.stop = "budget";
-      break;
-    }
+    if (take_batch(p, out, min_reps)) break;
   }
   if (sub != MPI_COMM_NULL) MPI_Comm_free(&sub);
+  record(p, std::move(merged), label);
+  probes_.push_back(std::move(p));
+  write_partial();
+  return probes_.back();
+}
+
+// Whether this rank runs a probe of `members` (rank 0 always does).
+bool Characterizer::is_member(const std::string& members) const {
+  if (members == "rank0") return rank_ == 0;
+  if (members == "node0")
+    return nodes_.node_of_rank[static_cast<size_t>(rank_)] == nodes_.node_of_rank[0];
+  if (members.rfind("per-node:", 0) == 0) {
+    const int k = std::stoi(members.substr(9));
+    int local = 0;  // this rank's index among its node's ranks
+    for (int r = 0; r < rank_; r++)
+      if (nodes_.node_of_rank[static_cast<size_t>(r)] ==
+          nodes_.node_of_rank[static_cast<size_t>(rank_)])
+        local++;
+    return local < k;
+  }
+  return true;
+}
+
+// Rank 0: a run's point's samples into `out` (save, restore, save_s, restore_s, max_in_flight).
+void put_samples(json& out, const json& pt) {
+  json s = json::array(), r = json::array(), ss = json::array(), rs = json::array();
+  int mif = 0;
+  for (const auto& rep : pt["repetitions"]) {
+    s.push_back(rep["save"]["bandwidth_GiBps"]);
+    r.push_back(rep["restore"]["bandwidth_GiBps"]);
+    ss.push_back(rep["save"]["elapsed_s"]);
+    rs.push_back(rep["restore"]["elapsed_s"]);
+    const json* c = &rep["save"];
+    if (c->contains("counters") && (*c)["counters"].contains("max_in_flight"))
+      mif = std::max(mif, (*c)["counters"]["max_in_flight"].value("max", 0));
+  }
+  out["save"] = s;
+  out["restore"] = r;
+  out["save_s"] = ss;
+  out["restore_s"] = rs;
+  out["max_in_flight"] = mif;
+}
+
+// One batch of `batch` repetitions of a probe, run by its members on `sub`; rank 0's point joins
+// *merged. Returns rank 0's outcome, broadcast to every rank: {code, error, save[], restore[],
+// save_s[], restore_s[], max_in_flight, t, stop, work_gone}.
+json Characterizer::run_batch(const Probe& p, int batch, int members, bool member, MPI_Comm sub,
+                              json* merged) {
+  json out;  // rank 0 -> all: {code, error, save[], restore[], ..., t}
+  if (member) {
+    std::string err;
+    int code = 0;
+    json pt = run_once(probe_doc(p, batch, members), sub, &err, &code);
+    if (rank_ == 0) {
+      out = {{"code", code}, {"error", err}};
+      if (code == 0) {
+        put_samples(out, pt);
+        append_repetitions(*merged, pt);
+      }
+      out["t"] = now();
+      out["stop"] = stop_signal();
+      struct stat wst;
+      out["work_gone"] = ::lstat(work_.c_str(), &wst) != 0 || !S_ISDIR(wst.st_mode);
+    }
+  }
+  return bcast_json(out, 0, comm_);
+}
+
+// A batch that did not run (`out`, every rank): the probe is skipped or failed; a failure that
+// ends the search throws ProbeFailed.
+void Characterizer::refused(Probe& p, const json& out, const std::string& label) {
+  const std::string& stage = p.stage;
+  const int code = out["code"].get<int>();
+  p.status = code == 2 ? "skipped" : "failed";
+  p.reason = out["error"].get<std::string>();
+  if (rank_ == 0 && !opt_.quiet)
+    std::printf("characterize: %-14s %s: %s: %s\n", stage.c_str(), label.c_str(), p.status.c_str(),
+                text_excerpt(p.reason, 300).c_str());
+  // A probe that failed its I/O, or a work directory gone (the target removed), ends the
+  // search: findings from the probes that ran before would describe another file system.
+  // (A probe refused as a combination this target does not take is skipped.) Every rank
+  // knows it from the broadcast and throws together; run_characterize reports it.
+  if (!stopped_ && (code == 1 || out.value("work_gone", false))) {
+    failed_probes_.push_back(stage + " " + label);
+    throw ProbeFailed("the probe " + stage + " " + label + " failed" +
+                      (out.value("work_gone", false)
+                           ? " and the work directory '" + work_ +
+                                 "' is gone (the target was removed or replaced)"
+                           : std::string()) +
+                      ": " + text_excerpt(p.reason, 1000));
+  }
+}
+
+// A batch's samples (`out`, every rank) into the probe. True when the probe stops repeating
+// (p.stop says why).
+bool Characterizer::take_batch(Probe& p, const json& out, int min_reps) {
+  for (const auto& v : out["save"]) p.save.push_back(v.get<double>());
+  for (const auto& v : out["restore"]) p.restore.push_back(v.get<double>());
+  for (const auto& v : out["save_s"]) p.save_s.push_back(v.get<double>());
+  for (const auto& v : out["restore_s"]) p.restore_s.push_back(v.get<double>());
+  p.max_in_flight = std::max(p.max_in_flight, out["max_in_flight"].get<int>());
+  const SampleStats s = p.s_save();
+  const double t = out["t"].get<double>();
+  const int reps = static_cast<int>(p.save.size());
+  if (stopped_) {
+    p.stop = "interrupted";
+    return true;
+  }
+  if (reps >= min_reps && s.rel_half_width() <= opt_.ci_width) {
+    p.stop = "interval";
+    return true;
+  }
+  if (reps >= opt_.max_reps) {
+    p.stop = "max_repetitions";
+    return true;
+  }
+  if (t >= deadline_[p.stage]) {
+    p.stop = "budget";
+    return true;
+  }
+  return false;
+}
+
+// A probe that measured: its index among the report's points; on rank 0 its merged point into
+// the report and its line.
+void Characterizer::record(Probe& p, json merged, const std::string& label) {
   if (p.ok()) {
     int k = 0;
     for (const auto& q : probes_) k += q.ok() ? 1 : 0;
     p.index = k + 1;
   }
   if (rank_ == 0 && p.ok()) {
-    json probe = {{"stage", stage}, {"members", p.members}, {"ranks", p.ranks}};
+    json probe = {{"stage", p.stage}, {"members", p.members}, {"ranks", p.ranks}};
     if (p.small) probe["small"] = true;
     push_point(std::move(merged), p.index, std::move(probe));
     if (!opt_.quiet) {
@@ -534,14 +478,11 @@ Probe& Characterizer::measure(Probe p, const std::string& stage, int min_reps) {
       std::printf(
           "characterize: %-14s %-58s save %6.3f GiB/s +-%4.1f%%  restore %6.3f GiB/s  (%d reps, "
           "%s)\n",
-          stage.c_str(), label.c_str(), s.mean, 100 * s.rel_half_width(), r.mean, s.n,
+          p.stage.c_str(), label.c_str(), s.mean, 100 * s.rel_half_width(), r.mean, s.n,
           p.stop.c_str());
       std::fflush(stdout);
     }
   }
-  probes_.push_back(std::move(p));
-  write_partial();
-  return probes_.back();
 }
 
 const Probe* Characterizer::best_all(const std::function<bool(const Probe&)>& pred) const {
@@ -585,38 +526,6 @@ void Characterizer::plan_stages() {
 
 namespace {
 
-// The settings of a probe that define its data path (what data_path entries are keyed by).
-json data_path_of(const json& settings) {
-  json j = json::object();
-  for (const char* k : {"backend", "direct", "block_size", "queue_depth"}) j[k] = settings[k];
-  return j;
-}
-json data_path_of(const Probe& p) { return data_path_of(p.settings); }
-
-uint64_t block_of(const json& settings) {
-  const json& b = settings["block_size"];
-  return b.is_number() ? b.get<uint64_t>() : parse_size(b.get<std::string>(), "block_size");
-}
-
-// The recommended config: the user's document with the measured settings in place (sweep
-// removed: one configuration).
-json recommended_doc(const json& user, const json& data_path, const std::string& layout,
-                     const json& extra, const std::string& target, const std::string& report) {
-  json d = user;
-  d.erase("sweep");
-  d.erase("exclude");
-  d.erase("preset");
-  for (const auto& [k, v] : data_path.items()) d[k] = v;
-  d["layout"] = layout;
-  d["transfer"] = "stream";
-  for (const auto& [k, v] : extra.items()) d[k] = v;
-  d["target"] = target;
-  d["repetitions"] = 3;
-  d["comment"] = "Recommended by ckptbench characterize (report " + report +
-                 "): the measured best data path, and the layout with the shortest predicted save.";
-  return d;
-}
-
 // The plan of a config's one point at its job size (emulate_world, tp*pp*dp, else `world`) and
 // the prediction for it.
 struct Predicted {
@@ -646,10 +555,42 @@ Predicted predict_doc(const json& doc, const PredictModel& model, int world, int
 }  // namespace
 
 CharacterizeResult Characterizer::run() {
-  CharacterizeResult res;
   t_start_ = now_s();
   started_ = utc_now();
   // ---- before any I/O: options, target, the user's config ----
+  check_options();
+  RunConfig user = parse_config(opt_.config_document);  // the recommendation's basis, checked now
+  target_ = opt_.target.empty() ? user.target : opt_.target;
+  open_target();
+  map_job();
+  state_bytes_ = probe_state_bytes();
+  const uint64_t max_bytes = size_probes();
+  calibrate(max_bytes);
+  // ---- the search ----
+  const bool odirect = odirect_works();
+  if (wants("backend")) search_backends(odirect);
+  if (best_setting().is_null()) throw ProbeFailed("no probe finished; see the points' errors");
+  if (wants("transfer_size") && !stopped_) search_transfer_size();
+  if (wants("queue_depth") && !stopped_) search_queue_depth();
+  // O_DIRECT at the chosen settings.
+  if (wants("direct") && !stopped_ && odirect) {
+    json st = best_setting();
+    st["direct"] = !st["direct"].get<bool>();
+    measure_once(st, "direct");
+  }
+  const json chosen = best_setting();
+  if (wants("region_align") && !stopped_) search_region_align(chosen);
+  if (wants("ceilings") && !stopped_) search_ceilings(chosen);
+  if (wants("ranks_per_node") && !stopped_)
+    for (int k = 1; k < rpn_ && !stopped_; k *= 2)
+      measure_once(chosen, "ranks_per_node", "per-node:" + std::to_string(k));
+  if (wants("stripes") && !stopped_) search_stripes(chosen);
+  const json md = measure_metadata();
+  return finish(chosen, md);
+}
+
+// The options (ConfigError, the same on every rank, before any I/O).
+void Characterizer::check_options() const {
   if (opt_.budget_s <= 0 || !std::isfinite(opt_.budget_s) || opt_.budget_s > 7 * 86400)
     throw ConfigError("--budget: must be more than 0 and at most 10080 minutes");
   if (!(opt_.ci_width > 0 && opt_.ci_width < 1))
@@ -664,8 +605,11 @@ CharacterizeResult Characterizer::run() {
       for (const auto& n : characterize_stages()) all += (all.empty() ? "" : ", ") + n;
       throw ConfigError("--stages: unknown stage '" + s + "'; stages: " + all);
     }
-  RunConfig user = parse_config(opt_.config_document);  // the recommendation's basis, checked now
-  target_ = opt_.target.empty() ? user.target : opt_.target;
+}
+
+// Rank 0 checks the target and the output paths and makes the work directory under the target;
+// every rank learns the outcome, the work directory and the file system from its broadcast.
+void Characterizer::open_target() {
   const std::string& target = target_;
   // Rank 0's verdict on the target and the output paths reaches every rank in the broadcast.
   std::string target_err;
@@ -702,6 +646,11 @@ CharacterizeResult Characterizer::run() {
   fs_.type = facts["fs_type"];
   fs_.free_bytes = facts["free"];
   dio_align_ = facts["align"];
+}
+
+// Collective: the nodes and rank 0's ranks per node, the backends that may be probed here, the
+// stages that will run.
+void Characterizer::map_job() {
   nodes_ = node_map(comm_, 0);
   rpn_ = 0;
   for (int r = 0; r < size_; r++)
@@ -709,17 +658,22 @@ CharacterizeResult Characterizer::run() {
   for (const auto& f : backend_registry())
     if (f.stream_transfers && f.not_built.empty() && f.probe().empty()) backends_.push_back(f.name);
   plan_stages();
+}
 
-  // The probe model's bytes at scale 1 (ZeRO-3 over one rank holds them all).
-  {
-    json d = base_doc();
-    d["model"]["scale"] = 1;
-    RunConfig rc = parse_config(d);
-    const PointConfig& p = rc.points[0];
-    ModelDesc m = build_model(p.model);
-    Parallelism par = resolve_parallelism(p.parallelism, 1, m);
-    state_bytes_ = make_plan(plan_input(p, m, par, 4096, 1, {0})).stats.payload_bytes;
-  }
+// The probe model's bytes at scale 1 (ZeRO-3 over one rank holds them all).
+uint64_t Characterizer::probe_state_bytes() const {
+  json d = base_doc();
+  d["model"]["scale"] = 1;
+  RunConfig rc = parse_config(d);
+  const PointConfig& p = rc.points[0];
+  ModelDesc m = build_model(p.model);
+  Parallelism par = resolve_parallelism(p.parallelism, 1, m);
+  return make_plan(plan_input(p, m, par, 4096, 1, {0})).stats.payload_bytes;
+}
+
+// The probe size before the calibration (probe_bytes_): --probe-size, else 256 MiB, within what
+// one probe may occupy. Returns the largest a probe may be.
+uint64_t Characterizer::size_probes() {
   // What one probe may occupy: a third of the free space over the ranks, after the margin a run
   // keeps (its free-space check: 5 % and 64 MiB), so that no probe is refused for space.
   constexpr uint64_t kMinProbe = uint64_t{4} << 20;
@@ -738,215 +692,227 @@ CharacterizeResult Characterizer::run() {
                       " (a third of the free space over the ranks, and the probe model's share)");
   probe_bytes_ = std::min({probe_bytes_, space_cap, max_probe});
   if (probe_bytes_ < kMinProbe)
-    throw ConfigError("target '" + target + "': " + format_bytes(fs_.free_bytes) +
+    throw ConfigError("target '" + target_ + "': " + format_bytes(fs_.free_bytes) +
                       " free is too little to characterise it with " + std::to_string(size_) +
                       " rank(s) (a probe needs 4 MiB per rank, three times over, plus a run's "
                       "64 MiB margin)");
+  return std::min(space_cap, max_probe);
+}
 
-  // ---- calibrate: the probe size that makes one save last about budget/300 s ----
-  {
-    Probe c;
-    c.settings = {
-        {"backend", "posix"}, {"direct", false}, {"block_size", "1M"}, {"queue_depth", 1}};
-    deadline_["calibrate"] = 0;  // one repetition suffices to size the probes
-    Probe& cp = measure(c, "calibrate", 1);
-    if (!cp.ok())
-      throw ProbeFailed("the first probe (posix, 1 MiB, buffered) was refused: " + cp.reason);
-    if (opt_.probe_bytes == 0) {
-      const double want_s = std::clamp(opt_.budget_s / 300, 0.25, 4.0);
-      const double got_s = std::max(1e-3, median_of(cp.save_s).value_or(1));
-      uint64_t b = static_cast<uint64_t>(static_cast<double>(probe_bytes_) * want_s / got_s);
-      b = std::clamp<uint64_t>(b, uint64_t{16} << 20, std::min(space_cap, max_probe));
-      probe_bytes_ = b & ~((uint64_t{1} << 20) - 1);
-    }
+// ---- calibrate: the probe size that makes one save last about budget/300 s ----
+void Characterizer::calibrate(uint64_t max_bytes) {
+  Probe c;
+  c.settings = {{"backend", "posix"}, {"direct", false}, {"block_size", "1M"}, {"queue_depth", 1}};
+  deadline_["calibrate"] = 0;  // one repetition suffices to size the probes
+  Probe& cp = measure(c, "calibrate", 1);
+  if (!cp.ok())
+    throw ProbeFailed("the first probe (posix, 1 MiB, buffered) was refused: " + cp.reason);
+  if (opt_.probe_bytes == 0) {
+    const double want_s = std::clamp(opt_.budget_s / 300, 0.25, 4.0);
+    const double got_s = std::max(1e-3, median_of(cp.save_s).value_or(1));
+    uint64_t b = static_cast<uint64_t>(static_cast<double>(probe_bytes_) * want_s / got_s);
+    b = std::clamp<uint64_t>(b, uint64_t{16} << 20, max_bytes);
+    probe_bytes_ = b & ~((uint64_t{1} << 20) - 1);
   }
-  // ---- the search ----
-  // Rank 0 probes (one probe file; every rank creating the same name would collide) and says.
+}
+
+// Collective: whether O_DIRECT works on the target. Rank 0 probes (one probe file; every rank
+// creating the same name would collide) and says.
+bool Characterizer::odirect_works() {
   int odirect_i = 0;
   if (rank_ == 0) try {
       odirect_i = supports_odirect(work_) ? 1 : 0;
     } catch (const std::exception&) {  // a path too long for the probe: as if refused
     }
   MPI_Bcast(&odirect_i, 1, MPI_INT, 0, comm_);
-  const bool odirect = odirect_i != 0;
-  if (wants("backend")) {
-    for (const auto& b : backends_)
-      for (bool d : {false, true}) {
-        if (stopped_) break;
-        Probe p;
-        p.settings = {{"backend", b}, {"direct", d}, {"block_size", "1M"}, {"queue_depth", 8}};
-        if (d && !odirect) {
-          p.stage = "backend";
-          p.status = "skipped";
-          p.reason = "O_DIRECT does not work on the target";
-          probes_.push_back(p);
-          continue;
-        }
-        measure(p, "backend");
-      }
-  }
-  auto find = [&](const json& settings, const std::string& members = "all") -> const Probe* {
-    for (const auto& p : probes_)
-      if (p.settings == settings && p.members == members && p.ok() && !p.small) return &p;
-    return nullptr;
-  };
-  auto measure_once = [&](const json& settings, const std::string& stage,
-                          const std::string& members = "all") -> const Probe* {
-    if (stopped_) return nullptr;
-    if (const Probe* p = find(settings, members)) return p;
-    Probe p;
-    p.settings = settings;
-    p.members = members;
-    const Probe& m = measure(p, stage);
-    return m.ok() ? &m : nullptr;
-  };
-  auto best_setting = [&]() -> json {
-    const Probe* b = best_all([](const Probe& p) { return p.stage != "calibrate"; });
-    if (!b) b = best_all();
-    return b ? data_path_of(*b) : json();
-  };
-  if (best_setting().is_null()) throw ProbeFailed("no probe finished; see the points' errors");
-  // Transfer size.
-  std::vector<uint64_t> sizes_done;
-  if (wants("transfer_size") && !stopped_) {
-    json base = best_setting();
-    std::vector<uint64_t> sizes;
-    for (uint64_t s = 64 << 10; s <= (uint64_t{16} << 20); s *= 4)
-      if (s <= probe_bytes_) sizes.push_back(s);
-    auto curve = [&]() {
-      std::vector<CurvePoint> c;
-      for (const auto& p : probes_) {
-        if (!p.ok() || p.small || p.members != "all" ||
-            p.settings.value("layout", "") == "shared-file")
-          continue;
-        json k = data_path_of(p);
-        if (k["backend"] != base["backend"] || k["direct"] != base["direct"] ||
-            k["queue_depth"] != base["queue_depth"])
-          continue;
-        c.push_back({static_cast<double>(block_of(k)), p.s_save()});
-      }
-      return c;
-    };
-    for (uint64_t s : sizes) {
-      json st = base;
-      st["block_size"] = size_label(s);
-      measure_once(st, "transfer_size");
-    }
-    // Refine: halve below the knee while the half stays within 5 % of the best.
-    for (int i = 0; i < 3 && !stopped_; i++) {
-      const double knee = knee_of(curve(), 0.05);
-      const uint64_t half = static_cast<uint64_t>(knee) / 2;
-      if (half < (4 << 10)) break;
-      bool done = false;
-      for (const auto& c : curve())
-        if (static_cast<uint64_t>(c.x) == half) done = true;
-      if (done) break;
-      json st = base;
-      st["block_size"] = size_label(half);
-      measure_once(st, "transfer_size");
-      if (knee_of(curve(), 0.05) >= knee) break;
-    }
-  }
-  // Queue depth: on the best data path if its backend kept several transfers in flight, else on
-  // the best one that did.
-  if (wants("queue_depth") && !stopped_) {
-    json base = best_setting();
-    const Probe* b = find(base);
-    if (b && b->max_in_flight <= 1) {
-      const Probe* q = best_all([](const Probe& p) { return p.max_in_flight > 1; });
-      if (q) {
-        json qb = data_path_of(*q);
-        qb["block_size"] = base["block_size"];
-        base = qb;
-      } else {
-        base = json();
-      }
-    }
-    if (base.is_null()) {
-      stage_log_["queue_depth"] = {
-          {"status", "not applicable"},
-          {"reason",
-           "no backend here kept more than one transfer in flight (counters.max_in_flight)"}};
-    } else {
-      // Up to the depth the data path was found with, then on while deeper queues still gain:
-      // two doublings in a row without 2 % over the best so far end the walk.
-      const int from = base["queue_depth"].get<int>();
-      double best = 0;
-      int worse = 0;
-      for (int qd = 1; qd <= 64 && !stopped_; qd *= 2) {
-        json st = base;
-        st["queue_depth"] = qd;
-        const Probe* p = measure_once(st, "queue_depth");
-        if (!p) continue;
-        const double m = p->s_save().mean;
-        if (m > best * 1.02) {
-          worse = 0;
-        } else if (++worse >= 2 && qd >= from) {
-          break;
-        }
-        best = std::max(best, m);
-        if (qd > 1 && p->max_in_flight <= 1) break;  // the backend does not use the queue
-      }
-    }
-  }
-  // O_DIRECT at the chosen settings.
-  if (wants("direct") && !stopped_ && odirect) {
-    json st = best_setting();
-    st["direct"] = !st["direct"].get<bool>();
-    measure_once(st, "direct");
-  }
-  const json chosen = best_setting();
-  // Region alignment in a shared file.
-  if (wants("region_align") && !stopped_) {
-    for (const char* ra : {"auto", "0"}) {
-      json st = chosen;
-      st["layout"] = "shared-file";
-      st["region_align"] = std::string(ra) == "0" ? json(0) : json("auto");
-      measure_once(st, "region_align");
-    }
-  }
-  // Ceilings: one rank alone; every rank of one node (several nodes); everyone.
-  if (wants("ceilings") && !stopped_) {
-    // The same data path at an eighth of the probe size: the phases' fixed cost (fixed_cost).
-    {
+  return odirect_i != 0;
+}
+
+// Backend x O_DIRECT.
+void Characterizer::search_backends(bool odirect) {
+  for (const auto& b : backends_)
+    for (bool d : {false, true}) {
+      if (stopped_) break;
       Probe p;
-      p.settings = chosen;
-      p.small = true;
-      p.bytes_per_rank = std::max<uint64_t>(probe_bytes_ / 8, uint64_t{1} << 20) & ~uint64_t{4095};
-      if (p.bytes_per_rank < probe_bytes_) measure(p, "ceilings");
+      p.settings = {{"backend", b}, {"direct", d}, {"block_size", "1M"}, {"queue_depth", 8}};
+      if (d && !odirect) {
+        p.stage = "backend";
+        p.status = "skipped";
+        p.reason = "O_DIRECT does not work on the target";
+        probes_.push_back(p);
+        continue;
+      }
+      measure(p, "backend");
     }
-    measure_once(chosen, "ceilings", "rank0");
-    if (nodes_.nodes > 1) measure_once(chosen, "ceilings", "node0");
+}
+
+// A probe that measured these settings with these members (not a small one), or null.
+const Probe* Characterizer::find_probe(const json& settings, const std::string& members) const {
+  for (const auto& p : probes_)
+    if (p.settings == settings && p.members == members && p.ok() && !p.small) return &p;
+  return nullptr;
+}
+
+// The probe of these settings: one measured before, else measured now (null when it did not
+// measure, or interrupted).
+const Probe* Characterizer::measure_once(const json& settings, const std::string& stage,
+                                         const std::string& members) {
+  if (stopped_) return nullptr;
+  if (const Probe* p = find_probe(settings, members)) return p;
+  Probe p;
+  p.settings = settings;
+  p.members = members;
+  const Probe& m = measure(p, stage);
+  return m.ok() ? &m : nullptr;
+}
+
+// The data path of the fastest probe over all ranks so far (the calibration's only when no other
+// measured); null when none measured.
+json Characterizer::best_setting() const {
+  const Probe* b = best_all([](const Probe& p) { return p.stage != "calibrate"; });
+  if (!b) b = best_all();
+  return b ? data_path_of(*b) : json();
+}
+
+// Transfer size.
+void Characterizer::search_transfer_size() {
+  json base = best_setting();
+  std::vector<uint64_t> sizes;
+  for (uint64_t s = 64 << 10; s <= (uint64_t{16} << 20); s *= 4)
+    if (s <= probe_bytes_) sizes.push_back(s);
+  auto curve = [&]() {
+    std::vector<CurvePoint> c;
+    for (const auto& p : probes_) {
+      if (!p.ok() || p.small || p.members != "all" ||
+          p.settings.value("layout", "") == "shared-file")
+        continue;
+      json k = data_path_of(p);
+      if (k["backend"] != base["backend"] || k["direct"] != base["direct"] ||
+          k["queue_depth"] != base["queue_depth"])
+        continue;
+      c.push_back({static_cast<double>(block_of(k)), p.s_save()});
+    }
+    return c;
+  };
+  for (uint64_t s : sizes) {
+    json st = base;
+    st["block_size"] = size_label(s);
+    measure_once(st, "transfer_size");
   }
-  if (wants("ranks_per_node") && !stopped_)
-    for (int k = 1; k < rpn_ && !stopped_; k *= 2)
-      measure_once(chosen, "ranks_per_node", "per-node:" + std::to_string(k));
-  if (wants("stripes") && !stopped_) {
-    int best_count = 1;
-    double best_bw = 0;
-    for (int c = 1; c <= std::min(64, 2 * size_) && !stopped_; c *= 2) {
-      json st = chosen;
-      st["stripe_count"] = c;
-      st["stripe_size"] = "1M";
-      const Probe* p = measure_once(st, "stripes");
-      if (p && p->s_save().mean > best_bw) best_bw = p->s_save().mean, best_count = c;
-    }
-    // Where files are made of objects (CephFS: 4 MiB by default) a stripe unit must divide the
-    // object size, so a unit above the default comes with objects of its own size.
-    const StripingProvider* sp = striping_provider(fs_.type);
-    const uint64_t default_object = 4ull << 20;
-    StripeRequest objects;
-    objects.object_size = default_object;
-    const bool has_objects = sp != nullptr && sp->unsupported(objects).empty();
-    for (const auto& [text, sz] : {std::pair{"4M", 4ull << 20}, std::pair{"16M", 16ull << 20}}) {
-      json st = chosen;
-      st["stripe_count"] = best_count;
-      st["stripe_size"] = text;
-      if (has_objects && sz > default_object) st["object_size"] = text;
-      measure_once(st, "stripes");
+  // Refine: halve below the knee while the half stays within 5 % of the best.
+  for (int i = 0; i < 3 && !stopped_; i++) {
+    const double knee = knee_of(curve(), 0.05);
+    const uint64_t half = static_cast<uint64_t>(knee) / 2;
+    if (half < (4 << 10)) break;
+    bool done = false;
+    for (const auto& c : curve())
+      if (static_cast<uint64_t>(c.x) == half) done = true;
+    if (done) break;
+    json st = base;
+    st["block_size"] = size_label(half);
+    measure_once(st, "transfer_size");
+    if (knee_of(curve(), 0.05) >= knee) break;
+  }
+}
+
+// Queue depth: on the best data path if its backend kept several transfers in flight, else on
+// the best one that did.
+void Characterizer::search_queue_depth() {
+  json base = best_setting();
+  const Probe* b = find_probe(base);
+  if (b && b->max_in_flight <= 1) {
+    const Probe* q = best_all([](const Probe& p) { return p.max_in_flight > 1; });
+    if (q) {
+      json qb = data_path_of(*q);
+      qb["block_size"] = base["block_size"];
+      base = qb;
+    } else {
+      base = json();
     }
   }
-  // ---- metadata ----
+  if (base.is_null()) {
+    stage_log_["queue_depth"] = {
+        {"status", "not applicable"},
+        {"reason",
+         "no backend here kept more than one transfer in flight (counters.max_in_flight)"}};
+    return;
+  }
+  // Up to the depth the data path was found with, then on while deeper queues still gain:
+  // two doublings in a row without 2 % over the best so far end the walk.
+  const int from = base["queue_depth"].get<int>();
+  double best = 0;
+  int worse = 0;
+  for (int qd = 1; qd <= 64 && !stopped_; qd *= 2) {
+    json st = base;
+    st["queue_depth"] = qd;
+    const Probe* p = measure_once(st, "queue_depth");
+    if (!p) continue;
+    const double m = p->s_save().mean;
+    if (m > best * 1.02) {
+      worse = 0;
+    } else if (++worse >= 2 && qd >= from) {
+      break;
+    }
+    best = std::max(best, m);
+    if (qd > 1 && p->max_in_flight <= 1) break;  // the backend does not use the queue
+  }
+}
+
+// Region alignment in a shared file.
+void Characterizer::search_region_align(const json& chosen) {
+  for (const char* ra : {"auto", "0"}) {
+    json st = chosen;
+    st["layout"] = "shared-file";
+    st["region_align"] = std::string(ra) == "0" ? json(0) : json("auto");
+    measure_once(st, "region_align");
+  }
+}
+
+// Ceilings: one rank alone; every rank of one node (several nodes); everyone.
+void Characterizer::search_ceilings(const json& chosen) {
+  // The same data path at an eighth of the probe size: the phases' fixed cost (fixed_cost).
+  {
+    Probe p;
+    p.settings = chosen;
+    p.small = true;
+    p.bytes_per_rank = std::max<uint64_t>(probe_bytes_ / 8, uint64_t{1} << 20) & ~uint64_t{4095};
+    if (p.bytes_per_rank < probe_bytes_) measure(p, "ceilings");
+  }
+  measure_once(chosen, "ceilings", "rank0");
+  if (nodes_.nodes > 1) measure_once(chosen, "ceilings", "node0");
+}
+
+// Striping: the stripe count, then the stripe size at the best count.
+void Characterizer::search_stripes(const json& chosen) {
+  int best_count = 1;
+  double best_bw = 0;
+  for (int c = 1; c <= std::min(64, 2 * size_) && !stopped_; c *= 2) {
+    json st = chosen;
+    st["stripe_count"] = c;
+    st["stripe_size"] = "1M";
+    const Probe* p = measure_once(st, "stripes");
+    if (p && p->s_save().mean > best_bw) best_bw = p->s_save().mean, best_count = c;
+  }
+  // Where files are made of objects (CephFS: 4 MiB by default) a stripe unit must divide the
+  // object size, so a unit above the default comes with objects of its own size.
+  const StripingProvider* sp = striping_provider(fs_.type);
+  const uint64_t default_object = 4ull << 20;
+  StripeRequest objects;
+  objects.object_size = default_object;
+  const bool has_objects = sp != nullptr && sp->unsupported(objects).empty();
+  for (const auto& [text, sz] : {std::pair{"4M", 4ull << 20}, std::pair{"16M", 16ull << 20}}) {
+    json st = chosen;
+    st["stripe_count"] = best_count;
+    st["stripe_size"] = text;
+    if (has_objects && sz > default_object) st["object_size"] = text;
+    measure_once(st, "stripes");
+  }
+}
+
+// ---- metadata ----
+// Collective: the metadata rates (md_probe) repeated until their interval is narrow enough, as
+// findings.metadata; empty when the stage does not run.
+json Characterizer::measure_metadata() {
   json md = json::object();
   std::vector<double> creates, opens, stats, unlinks, fsyncs;
   int md_files = 0;
@@ -994,8 +960,7 @@ CharacterizeResult Characterizer::run() {
             sample_stats(unlinks).mean, 1e3 * sample_stats(fsyncs).mean);
     }
   }
-  res = finish(chosen, md);
-  return res;
+  return md;
 }
 
 json Characterizer::header_json() const {
@@ -1055,195 +1020,17 @@ void Characterizer::write_partial() const {
   }
 }
 
-json Characterizer::findings(const json& chosen, const json& md) const {
-  json f = json::object();
-  auto of_stage = [&](const std::string& st) {
-    std::vector<const Probe*> v;
-    for (const auto& p : probes_)
-      if (p.stage == st) v.push_back(&p);
-    return v;
-  };
-  auto entry = [](const Probe& p) {
-    json e = p.settings;
-    e["members"] = p.members;
-    e["ranks"] = p.ranks;
-    if (p.ok()) {
-      e["save_GiBps"] = p.s_save().to_json();
-      e["restore_GiBps"] = p.s_restore().to_json();
-    } else {
-      e["status"] = p.status;
-      e["reason"] = p.reason;
-    }
-    return e;
-  };
-  // Backend x O_DIRECT.
-  {
-    json rows = json::array();
-    for (const Probe* p : of_stage("backend")) rows.push_back(entry(*p));
-    if (!rows.empty()) f["backend"] = {{"points", rows}};
-  }
-  auto curve_of = [&](const std::string& st, const char* key) {
-    std::vector<CurvePoint> c;
-    json rows = json::array();
-    std::set<double> seen;
-    json base;
-    for (const auto& p : probes_) {
-      if (p.stage != st || !p.ok()) continue;
-      const double x = std::string(key) == "block_size" ? static_cast<double>(block_of(p.settings))
-                                                        : p.settings[key].get<double>();
-      c.push_back({x, p.s_save()});
-      json e = entry(p);
-      e["x"] = x;
-      rows.push_back(e);
-      base = p.settings;
-    }
-    // The stage's points and those of earlier stages on the same data path complete the curve.
-    for (const auto& p : probes_) {
-      if (p.stage == st || !p.ok() || p.small || p.members != "all" || base.is_null() ||
-          p.settings.value("layout", "") == "shared-file")
-        continue;
-      json a = data_path_of(p), b = base;
-      a.erase(key);
-      b = data_path_of(b);
-      b.erase(key);
-      if (a != b) continue;
-      const double x = std::string(key) == "block_size" ? static_cast<double>(block_of(p.settings))
-                                                        : p.settings[key].get<double>();
-      bool dup = false;
-      for (const auto& q : c) dup = dup || q.x == x;
-      if (dup) continue;
-      c.push_back({x, p.s_save()});
-      json e = entry(p);
-      e["x"] = x;
-      rows.push_back(e);
-    }
-    std::sort(rows.begin(), rows.end(), [](const json& a, const json& b) {
-      return a["x"].get<double>() < b["x"].get<double>();
-    });
-    return std::make_pair(c, rows);
-  };
-  if (auto [c, rows] = curve_of("transfer_size", "block_size"); !c.empty()) {
-    double best = 0;
-    const double knee = knee_of(c, 0.05, &best);
-    json base = rows[0];
-    f["transfer_size"] = {{"backend", base["backend"]},
-                          {"direct", base["direct"]},
-                          {"queue_depth", base["queue_depth"]},
-                          {"best_bytes", static_cast<uint64_t>(best)},
-                          {"smallest_within_5pct_bytes", static_cast<uint64_t>(knee)},
-                          {"tolerance", 0.05},
-                          {"curve", rows}};
-  }
-  if (stage_log_.contains("queue_depth")) {
-    f["queue_depth"] = stage_log_["queue_depth"];
-  } else if (auto [c, rows] = curve_of("queue_depth", "queue_depth"); !c.empty()) {
-    double best = 0;
-    const double knee = knee_of(c, 0.05, &best);
-    json base = rows[0];
-    f["queue_depth"] = {{"backend", base["backend"]},
-                        {"direct", base["direct"]},
-                        {"block_size", base["block_size"]},
-                        {"best", static_cast<int>(best)},
-                        {"knee", static_cast<int>(knee)},
-                        {"tolerance", 0.05},
-                        {"curve", rows}};
-  }
-  // O_DIRECT against buffered at the chosen settings.
-  {
-    json on = chosen, off = chosen;
-    on["direct"] = true;
-    off["direct"] = false;
-    const Probe *pon = nullptr, *poff = nullptr;
-    for (const auto& p : probes_) {
-      if (!p.ok() || p.small || p.members != "all" ||
-          p.settings.value("layout", "") == "shared-file")
-        continue;
-      if (data_path_of(p) == on) pon = &p;
-      if (data_path_of(p) == off) poff = &p;
-    }
-    if (pon && poff) {
-      const json rs = ratio_json(pon->s_save(), poff->s_save());
-      const json rr = ratio_json(pon->s_restore(), poff->s_restore());
-      auto verdict = [](const json& r) {
-        if (r["low"].is_null()) return std::string("undecided");
-        if (r["low"].get<double>() > 1) return std::string("direct");
-        if (r["high"].get<double>() < 1) return std::string("buffered");
-        return std::string("tie");
-      };
-      f["direct"] = {{"settings", chosen},
-                     {"align", dio_align_},
-                     {"align_source", "statx DIOALIGN or the file system's block size"},
-                     {"direct", entry(*pon)},
-                     {"buffered", entry(*poff)},
-                     {"save_ratio", rs},
-                     {"restore_ratio", rr},
-                     {"save_wins", verdict(rs)},
-                     {"restore_wins", verdict(rr)}};
-    }
-  }
-  // Misaligned regions in a shared file.
-  {
-    const Probe *al = nullptr, *pk = nullptr;
-    for (const auto& p : probes_) {
-      if (p.stage != "region_align" || !p.ok()) continue;
-      (p.settings["region_align"].is_number() ? pk : al) = &p;
-    }
-    if (al && pk)
-      f["misalignment"] = {{"aligned", entry(*al)},
-                           {"packed", entry(*pk)},
-                           {"region_align_bytes", uint64_t{1} << 20},
-                           {"save_ratio", ratio_json(pk->s_save(), al->s_save())},
-                           {"restore_ratio", ratio_json(pk->s_restore(), al->s_restore())},
-                           {"note",
-                            "packed: each rank's region starts right after the previous one "
-                            "(at the 4 KiB alignment), not on a 1 MiB boundary; ratio < 1 is "
-                            "the penalty"}};
-  }
-  // Ceilings.
-  {
-    json c = json::object();
-    for (const auto& p : probes_) {
-      if (!p.ok() || p.small || data_path_of(p) != chosen ||
-          p.settings.value("layout", "") == "shared-file" || p.settings.contains("stripe_count"))
-        continue;
-      const json e = {{"save_GiBps", p.s_save().to_json()},
-                      {"restore_GiBps", p.s_restore().to_json()},
-                      {"ranks", p.ranks}};
-      if (p.members == "rank0") c["per_rank"] = e;
-      if (p.members == "node0") c["per_node"] = e;
-      if (p.members == "all") {
-        c["aggregate"] = e;
-        if (nodes_.nodes == 1) c["per_node"] = e;
-      }
-    }
-    c["nodes"] = nodes_.nodes;
-    c["ranks_per_node"] = rpn_;
-    f["ceilings"] = c;
-  }
-  if (const json fc = fixed_cost(chosen); !fc.is_null()) f["fixed_cost"] = fc;
-  if (auto v = of_stage("ranks_per_node"); !v.empty()) {
-    json rows = json::array();
-    for (const Probe* p : v) rows.push_back(entry(*p));
-    f["ranks_per_node"] = {{"curve", rows}};
-  } else if (stage_log_.contains("ranks_per_node")) {
-    f["ranks_per_node"] = stage_log_["ranks_per_node"];
-  }
-  if (auto v = of_stage("stripes"); !v.empty()) {
-    json rows = json::array();
-    for (const Probe* p : v) rows.push_back(entry(*p));
-    f["stripes"] = {{"curve", rows}};
-  } else if (stage_log_.contains("stripes")) {
-    f["stripes"] = stage_log_["stripes"];
-  }
-  if (!md.empty()) f["metadata"] = md;
+// What the findings and the model record beside the probes.
+SearchFacts Characterizer::search_facts() const {
+  SearchFacts f;
+  f.ranks = size_;
+  f.nodes = nodes_.nodes;
+  f.ranks_per_node = rpn_;
+  f.fs_type = fs_.type;
+  f.target = target_;
+  f.dio_align = dio_align_;
+  f.stage_notes = stage_log_;
   return f;
-}
-
-// A probe over all ranks of the chosen data path in the probes' own layout (one file per rank,
-// default striping): the fixed cost's two sizes and the check run's reference.
-bool Characterizer::on_chosen_path(const Probe& p, const json& chosen) const {
-  return p.ok() && p.members == "all" && data_path_of(p) == chosen &&
-         p.settings.value("layout", "") != "shared-file" && !p.settings.contains("stripe_count");
 }
 
 // The check run's reference: the small probe of the chosen data path (closest in size to a
@@ -1253,116 +1040,6 @@ const Probe* Characterizer::reference_probe(const json& chosen) const {
   for (const auto& p : probes_)
     if (on_chosen_path(p, chosen) && (!ref || (p.small && !ref->small))) ref = &p;
   return ref;
-}
-
-// The phases' fixed cost at the chosen data path: the intercept of the mean phase time against
-// bytes per rank through the full-size probe over all ranks and the small one. Null without both.
-json Characterizer::fixed_cost(const json& chosen) const {
-  const Probe *big = nullptr, *small = nullptr;
-  for (const auto& p : probes_) {
-    if (!on_chosen_path(p, chosen)) continue;
-    if (p.small)
-      small = &p;
-    else if (!big || p.s_save().mean > big->s_save().mean)
-      big = &p;
-  }
-  if (!big || !small || big->bytes_per_rank <= small->bytes_per_rank) return nullptr;
-  const double b1 = static_cast<double>(small->bytes_per_rank);
-  const double b2 = static_cast<double>(big->bytes_per_rank);
-  auto intercept = [&](const std::vector<double>& t1, const std::vector<double>& t2) {
-    const double m1 = sample_stats(t1).mean, m2 = sample_stats(t2).mean;
-    return std::clamp((m1 * b2 - m2 * b1) / (b2 - b1), 0.0, m1);
-  };
-  return {{"save_s", intercept(small->save_s, big->save_s)},
-          {"restore_s", intercept(small->restore_s, big->restore_s)},
-          {"bytes_per_rank", {small->bytes_per_rank, big->bytes_per_rank}},
-          {"phase_s",
-           {{"save", {sample_stats(small->save_s).mean, sample_stats(big->save_s).mean}},
-            {"restore", {sample_stats(small->restore_s).mean, sample_stats(big->restore_s).mean}}}},
-          {"note",
-           "the intercept of the mean phase time against bytes per rank through the two probe "
-           "sizes: what a phase costs whatever its bytes (barrier, opens, fsync latency, closes)"}};
-}
-
-json Characterizer::model_json(const json& chosen, const json& md, std::string* why_not) const {
-  const Probe *all = nullptr, *one = nullptr, *node = nullptr;
-  for (const auto& p : probes_) {
-    if (!p.ok() || p.small || data_path_of(p) != chosen ||
-        p.settings.value("layout", "") == "shared-file" || p.settings.contains("stripe_count"))
-      continue;
-    if (p.members == "all" && (!all || p.s_save().mean > all->s_save().mean)) all = &p;
-    if (p.members == "rank0") one = &p;
-    if (p.members == "node0") node = &p;
-  }
-  if (!all) return *why_not = "the chosen data path has no measurement over all ranks", json();
-  if (!md.contains("create_per_s"))
-    return *why_not = "the metadata rate was not measured (stage metadata)", json();
-  if (nodes_.nodes == 1) node = all;
-  if (!node) return *why_not = "the per-node ceiling was not measured (stage ceilings)", json();
-  if (!one) return *why_not = "the per-rank ceiling was not measured (stage ceilings)", json();
-  // With the fixed cost known, the ceilings are marginal bandwidths: the bytes over the time
-  // beyond the fixed cost (never less than half the phase time).
-  const json fc = fixed_cost(chosen);
-  auto ceil = [&](bool save) {
-    const double o = fc.is_null() ? 0.0 : fc[save ? "save_s" : "restore_s"].get<double>();
-    auto m = [&](const Probe* p) {
-      const auto& bw = save ? p->save : p->restore;
-      const auto& t = save ? p->save_s : p->restore_s;
-      const double mean_t = sample_stats(t).mean;
-      const double bytes = bw.empty() ? 0 : bw[0] * t[0];  // GiB, the same in every repetition
-      return mean_t > 0 ? bytes / std::max(mean_t - o, 0.5 * mean_t) : 0.0;
-    };
-    const double agg = m(all), nd = m(node);
-    return json{{"rank_GiBps", m(one)},
-                {"node_GiBps", nd},
-                {"aggregate_GiBps", agg},
-                {"aggregate_saturated", agg < 0.9 * nodes_.nodes * nd},
-                {"overhead_s", o}};
-  };
-  json dp = json::array();
-  std::map<std::string, const Probe*> by_key;
-  for (const auto& p : probes_) {
-    if (!p.ok() || p.small || p.members != "all" ||
-        p.settings.value("layout", "") == "shared-file" || p.settings.contains("stripe_count"))
-      continue;
-    const std::string k = data_path_of(p).dump();
-    if (!by_key.count(k) || p.s_save().mean > by_key[k]->s_save().mean) by_key[k] = &p;
-  }
-  for (const auto& [k, p] : by_key) {
-    json e = data_path_of(*p);
-    e["block_size"] = block_of(p->settings);
-    e["save_GiBps"] = p->s_save().mean;
-    e["restore_GiBps"] = p->s_restore().mean;
-    dp.push_back(e);
-  }
-  json settings = chosen;
-  settings["block_size"] = block_of(chosen);
-  settings["transfer"] = "stream";
-  json m = {{"version", 1},
-            {"measured_on",
-             {{"ranks", size_},
-              {"nodes", nodes_.nodes},
-              {"ranks_per_node", rpn_},
-              {"fs_type", fs_.type},
-              {"target", target_},
-              {"commit", kGit}}},
-            {"settings", settings},
-            {"save", ceil(true)},
-            {"restore", ceil(false)},
-            {"data_path", dp},
-            {"metadata",
-             {{"create_per_s", md["create_per_s"]["mean"]},
-              {"open_per_s", md["open_per_s"]["mean"]},
-              {"unlink_per_s", md["unlink_per_s"]["mean"]}}},
-            {"sync_s_per_file", md["fsync_s"]["mean"]}};
-  const Probe* shared = nullptr;
-  for (const auto& p : probes_)
-    if (p.ok() && p.stage == "region_align" && p.settings["region_align"].is_string()) shared = &p;
-  if (shared)
-    m["layout_factor"] = {{"shared-file",
-                           {{"save", shared->s_save().mean / all->s_save().mean},
-                            {"restore", shared->s_restore().mean / all->s_restore().mean}}}};
-  return m;
 }
 
 // The check run: the recommended config on this job, 5 repetitions (one repetition varies by
@@ -1446,82 +1123,14 @@ CharacterizeResult Characterizer::finish(const json& chosen, const json& md) {
   CharacterizeResult res;
   json ch = header_json();
   ch["chosen"] = chosen;
-  ch["findings"] = findings(chosen, md);
+  const SearchFacts facts = search_facts();
+  ch["findings"] = characterize_findings(probes_, facts, chosen, md);
   ch["search_s"] = now();
   std::string why_not;
-  json model = model_json(chosen, md, &why_not);
-  const std::string report_path = opt_.output;
+  json model = characterize_model(probes_, facts, chosen, md, &why_not);
   if (!model.is_null()) {
     ch["model"] = model;
-    if (wants("recommend") && !stopped_) {
-      const PredictModel pm = parse_predict_model(model);
-      json extra = json::object();
-      const Probe* best_stripes = nullptr;
-      for (const auto& p : probes_)
-        if (p.ok() && p.stage == "stripes" &&
-            (!best_stripes || p.s_save().mean > best_stripes->s_save().mean))
-          best_stripes = &p;
-      if (best_stripes)
-        for (const char* k : {"stripe_count", "stripe_size", "object_size"})
-          if (best_stripes->settings.contains(k)) extra[k] = best_stripes->settings[k];
-      std::vector<std::string> layouts = {"aggregated-rank", "shared-file", "file-per-shard",
-                                          "file-per-tensor"};
-      if (nodes_.nodes > 1) layouts.push_back("aggregated-node");
-      const std::string own = opt_.config_document.value("layout", "");
-      if (!own.empty() && std::find(layouts.begin(), layouts.end(), own) == layouts.end())
-        layouts.push_back(own);
-      json cands = json::array();
-      const Predicted* best = nullptr;
-      std::vector<Predicted> preds;
-      const std::string& target = target_;
-      for (const auto& l : layouts) {
-        json ex = extra;
-        if (l == "shared-file") ex["region_align"] = "auto";
-        preds.push_back(predict_doc(
-            recommended_doc(opt_.config_document, model["settings"], l, ex, target, report_path),
-            pm, size_, rpn_, dio_align_));
-      }
-      for (auto& p : preds) {
-        json c = {{"layout", p.doc["layout"]}};
-        if (!p.error.empty()) {
-          c["error"] = p.error;
-        } else {
-          c["prediction"] = p.pred.to_json();
-          c["world"] = p.world;
-          if (!best || p.pred.save_s < best->pred.save_s) best = &p;
-        }
-        cands.push_back(c);
-      }
-      ch["candidates"] = cands;
-      if (best) {
-        json rec = {{"config", best->doc},
-                    {"layout", best->doc["layout"]},
-                    {"world", best->world},
-                    {"prediction", best->pred.to_json()}};
-        std::string path = opt_.recommend_path;
-        if (path.empty()) {
-          path = report_path;
-          if (path.size() > 5 && path.substr(path.size() - 5) == ".json")
-            path = path.substr(0, path.size() - 5);
-          path += ".recommended.json";
-        }
-        rec["path"] = path;
-        if (rank_ == 0) {
-          try {
-            write_report(best->doc, path);
-          } catch (const std::exception& e) {
-            rec["write_error"] = e.what();
-          }
-        }
-        // Checked: the recommended config run once on this job, predicted against measured.
-        if (opt_.validate)
-          rec["validation"] =
-              validate(best->doc, best->pred.save_s, best->pred.restore_s, best->world, chosen);
-        ch["recommendation"] = rec;
-      } else {
-        ch["recommendation"] = {{"error", "no candidate layout could be planned for the config"}};
-      }
-    }
+    if (wants("recommend") && !stopped_) recommend(ch, model, chosen);
   } else {
     ch["model_missing"] = why_not;
   }
@@ -1534,6 +1143,59 @@ CharacterizeResult Characterizer::finish(const json& chosen, const json& md) {
   res.exit_code = stopped_ ? 1 : 0;
   if (stopped_) res.error = "interrupted by a signal";
   return res;
+}
+
+// The recommendation into `ch`: the user's config with the measured settings in each candidate
+// layout, predicted with the model; the one with the shortest predicted save written (rank 0)
+// and checked by a run (validate, collective).
+void Characterizer::recommend(json& ch, const json& model, const json& chosen) {
+  const std::string report_path = opt_.output;
+  const PredictModel pm = parse_predict_model(model);
+  const json extra = recommended_striping(probes_);
+  json cands = json::array();
+  const Predicted* best = nullptr;
+  std::vector<Predicted> preds;
+  for (const auto& l : candidate_layouts(nodes_.nodes, opt_.config_document)) {
+    json ex = extra;
+    if (l == "shared-file") ex["region_align"] = "auto";
+    preds.push_back(predict_doc(
+        recommended_doc(opt_.config_document, model["settings"], l, ex, target_, report_path), pm,
+        size_, rpn_, dio_align_));
+  }
+  for (auto& p : preds) {
+    json c = {{"layout", p.doc["layout"]}};
+    if (!p.error.empty()) {
+      c["error"] = p.error;
+    } else {
+      c["prediction"] = p.pred.to_json();
+      c["world"] = p.world;
+      if (!best || p.pred.save_s < best->pred.save_s) best = &p;
+    }
+    cands.push_back(c);
+  }
+  ch["candidates"] = cands;
+  if (!best) {
+    ch["recommendation"] = {{"error", "no candidate layout could be planned for the config"}};
+    return;
+  }
+  json rec = {{"config", best->doc},
+              {"layout", best->doc["layout"]},
+              {"world", best->world},
+              {"prediction", best->pred.to_json()}};
+  const std::string path = recommended_path(opt_.recommend_path, report_path);
+  rec["path"] = path;
+  if (rank_ == 0) {
+    try {
+      write_report(best->doc, path);
+    } catch (const std::exception& e) {
+      rec["write_error"] = e.what();
+    }
+  }
+  // Checked: the recommended config run once on this job, predicted against measured.
+  if (opt_.validate)
+    rec["validation"] =
+        validate(best->doc, best->pred.save_s, best->pred.restore_s, best->world, chosen);
+  ch["recommendation"] = rec;
 }
 
 CharacterizeResult Characterizer::failed(const std::string& why) {
@@ -1563,185 +1225,6 @@ CharacterizeResult run_characterize(const CharacterizeOptions& opt, MPI_Comm com
     c.cleanup();
     throw;
   }
-}
-
-namespace {
-
-std::string fmt(const char* f, double a) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, a);
-  return b;
-}
-
-// "2.41 GiB/s [2.35, 2.47]" of a stats object (to_json).
-std::string with_interval(const json& st, const char* unit, const char* f = "%.3g") {
-  if (!st.is_object() || !st.contains("mean")) return "-";
-  std::string out = fmt(f, st["mean"].get<double>()) + unit;
-  if (st["low"].is_number())
-    out += " [" + fmt(f, st["low"].get<double>()) + ", " + fmt(f, st["high"].get<double>()) + "]";
-  return out;
-}
-
-std::string ratio_text(const json& r) {
-  if (!r.is_object() || !r["ratio"].is_number()) return "-";
-  std::string out = "x" + fmt("%.2f", r["ratio"].get<double>());
-  if (r["low"].is_number())
-    out += " [" + fmt("%.2f", r["low"].get<double>()) + ", " +
-           fmt("%.2f", r["high"].get<double>()) + "]";
-  return out;
-}
-
-std::string path_text(const json& s) {
-  std::string out = s.value("backend", "?");
-  out += s.value("direct", false) ? ", O_DIRECT" : ", buffered";
-  const json& b = s["block_size"];
-  out += ", " + (b.is_number() ? format_bytes(b.get<uint64_t>()) : b.get<std::string>());
-  out += ", QD " + std::to_string(s.value("queue_depth", 1));
-  return out;
-}
-
-}  // namespace
-
-std::string characterize_summary(const json& doc) {
-  const json& ch = doc["characterization"];
-  if (doc.value("status", std::string()) == "failed")  // no findings from a partial search
-    return "No findings: the search failed (" +
-           std::to_string(doc.value("points", json::array()).size()) +
-           " probe(s) measured before it ended, in the report).\n";
-  const json& f = ch["findings"];
-  std::string o;
-  auto line = [&](const char* what, const std::string& text) {
-    char b[32];
-    std::snprintf(b, sizeof b, "  %-20s", what);
-    o += b + text + "\n";
-  };
-  // The ranks the probes ran on (the model's record of it is missing when a stage it needs was
-  // left out): the most any probe had.
-  int ranks =
-      ch.value("model", json::object()).value("measured_on", json::object()).value("ranks", 0);
-  for (const auto& p : ch.value("probes", json::array()))
-    ranks = std::max(ranks, p.value("ranks", 0));
-  o += "Findings on " + ch.value("target", std::string("?")) + " (" +
-       ch.value("fs_type", std::string("?")) + "; " + std::to_string(ranks) + " ranks; probes of " +
-       format_bytes(ch["probe"].value("bytes_per_rank", uint64_t{0})) +
-       " per rank; intervals are 95 %):\n";
-  if (ch.contains("chosen") && !ch["chosen"].is_null()) {
-    std::string t = path_text(ch["chosen"]);
-    if (f.contains("ceilings") && f["ceilings"].contains("aggregate"))
-      t += ": save " + with_interval(f["ceilings"]["aggregate"]["save_GiBps"], " GiB/s") +
-           ", restore " + with_interval(f["ceilings"]["aggregate"]["restore_GiBps"], " GiB/s");
-    line("best data path", t);
-  }
-  if (f.contains("transfer_size"))
-    line("transfer size",
-         "smallest within 5 % of the best: " +
-             format_bytes(f["transfer_size"]["smallest_within_5pct_bytes"].get<uint64_t>()) +
-             " (best " + format_bytes(f["transfer_size"]["best_bytes"].get<uint64_t>()) + ", " +
-             f["transfer_size"]["backend"].get<std::string>() + ")");
-  if (f.contains("queue_depth")) {
-    const json& q = f["queue_depth"];
-    if (q.contains("knee"))
-      line("queue depth", q["backend"].get<std::string>() + ": nothing improves beyond QD " +
-                              std::to_string(q["knee"].get<int>()) + " (best QD " +
-                              std::to_string(q["best"].get<int>()) + ")");
-    else
-      line("queue depth",
-           q.value("status", std::string("-")) + ": " + q.value("reason", std::string()));
-  }
-  if (f.contains("direct"))
-    line("O_DIRECT", "save " + ratio_text(f["direct"]["save_ratio"]) + " (" +
-                         f["direct"]["save_wins"].get<std::string>() + "), restore " +
-                         ratio_text(f["direct"]["restore_ratio"]) + " (" +
-                         f["direct"]["restore_wins"].get<std::string>() + "); alignment " +
-                         format_bytes(f["direct"]["align"].get<uint64_t>()));
-  if (f.contains("misalignment"))
-    line("misaligned regions", "save " + ratio_text(f["misalignment"]["save_ratio"]) +
-                                   ", restore " + ratio_text(f["misalignment"]["restore_ratio"]) +
-                                   " (shared file, packed regions vs 1 MiB boundaries)");
-  if (f.contains("ceilings")) {
-    const json& c = f["ceilings"];
-    auto one = [&](const char* k) {
-      return c.contains(k) ? with_interval(c[k]["save_GiBps"], "") + " / " +
-                                 with_interval(c[k]["restore_GiBps"], "") + " GiB/s"
-                           : std::string("-");
-    };
-    line("ceilings", "save / restore: one rank " + one("per_rank") + "; one node " +
-                         one("per_node") + "; all ranks " + one("aggregate"));
-  }
-  if (f.contains("fixed_cost"))
-    line("fixed cost",
-         "save " + fmt("%.3g", f["fixed_cost"]["save_s"].get<double>()) + " s, restore " +
-             fmt("%.3g", f["fixed_cost"]["restore_s"].get<double>()) +
-             " s per phase whatever its bytes (probes of " +
-             format_bytes(f["fixed_cost"]["bytes_per_rank"][0].get<uint64_t>()) + " and " +
-             format_bytes(f["fixed_cost"]["bytes_per_rank"][1].get<uint64_t>()) + " per rank)");
-  // A curve's points, each "LABEL save S / restore R GiB/s", or the probe's failure.
-  auto curve = [&](const json& rows, const std::function<std::string(const json&)>& label) {
-    std::string t;
-    for (const auto& e : rows) {
-      t += (t.empty() ? "" : "; ") + label(e) + " ";
-      t += e.contains("save_GiBps") ? "save " + with_interval(e["save_GiBps"], "") + " / restore " +
-                                          with_interval(e["restore_GiBps"], "") + " GiB/s"
-                                    : e.value("status", std::string("failed"));
-    }
-    return t;
-  };
-  if (f.contains("ranks_per_node") && f["ranks_per_node"].contains("reason"))
-    line("ranks per node", "not applicable: " + f["ranks_per_node"]["reason"].get<std::string>());
-  else if (f.contains("ranks_per_node") && f["ranks_per_node"].contains("curve"))
-    line("ranks per node", curve(f["ranks_per_node"]["curve"], [](const json& e) {
-                             const std::string m = e.value("members", std::string());
-                             return m.substr(m.find(':') + 1) + " per node (" +
-                                    std::to_string(e.value("ranks", 0)) + " ranks)";
-                           }) + "; all: see ceilings");
-  if (f.contains("stripes") && f["stripes"].contains("reason"))
-    line("stripes", "not applicable: " + f["stripes"]["reason"].get<std::string>());
-  else if (f.contains("stripes") && f["stripes"].contains("curve"))
-    line("stripes", curve(f["stripes"]["curve"], [](const json& e) {
-           std::string t = std::to_string(e.value("stripe_count", 0)) + " x " +
-                           e.value("stripe_size", std::string("?"));
-           if (e.contains("object_size"))
-             t += " (objects " + e["object_size"].get<std::string>() + ")";
-           return t;
-         }));
-  if (f.contains("metadata") && f["metadata"].contains("create_per_s")) {
-    const json& m = f["metadata"];
-    line("metadata", "create " + with_interval(m["create_per_s"], "/s", "%.0f") + ", open " +
-                         with_interval(m["open_per_s"], "/s", "%.0f") + ", unlink " +
-                         with_interval(m["unlink_per_s"], "/s", "%.0f") + "; fsync " +
-                         fmt("%.2f", 1e3 * m["fsync_s"]["mean"].get<double>()) + " ms");
-  }
-  if (ch.contains("recommendation") && ch["recommendation"].contains("config")) {
-    const json& r = ch["recommendation"];
-    const json& p = r["prediction"];
-    o += "Recommended: layout " + r["layout"].get<std::string>() + ", " + path_text(r["config"]) +
-         " -> " + r["path"].get<std::string>() + "\n";
-    o += "  predicted for " + std::to_string(r["world"].get<int>()) + " ranks: save " +
-         fmt("%.3g", p["save_s"].get<double>()) + " s, restore " +
-         fmt("%.3g", p["restore_s"].get<double>()) + " s\n";
-    if (r.contains("validation") && r["validation"].value("status", "") == "ok") {
-      const json& v = r["validation"];
-      o += "  measured here (median of " + std::to_string(v["repetitions"].get<int>()) +
-           "): save " + fmt("%.3g", v["measured"]["save_s"].get<double>()) + " s (x" +
-           fmt("%.2f", v["save_ratio"].get<double>()) + " of predicted), restore " +
-           fmt("%.3g", v["measured"]["restore_s"].get<double>()) + " s (x" +
-           fmt("%.2f", v["restore_ratio"].get<double>()) + ")\n";
-      if (v.contains("reference")) {
-        const json& rf = v["reference"];
-        o += "  reference probe (search point " + std::to_string(rf["search_point"].get<int>()) +
-             ", run beside the check): save x" + fmt("%.2f", rf["save_drift"].get<double>()) +
-             ", restore x" + fmt("%.2f", rf["restore_drift"].get<double>()) +
-             " of its time during the search; with the prediction scaled by that: save x" +
-             fmt("%.2f", rf["save_ratio"].get<double>()) + ", restore x" +
-             fmt("%.2f", rf["restore_ratio"].get<double>()) + "\n";
-      }
-    } else if (r.contains("validation")) {
-      o += "  check run: " + r["validation"].value("error", std::string("not run")) + "\n";
-    }
-  } else if (ch.contains("model_missing")) {
-    o += "No recommendation: " + ch["model_missing"].get<std::string>() + "\n";
-  }
-  return o;
 }
 
 }  // namespace ckpt

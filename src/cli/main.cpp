@@ -250,46 +250,151 @@ std::string seconds_text(double s) {
   return b;
 }
 
+// What `plan` shows of point `index` (from 1), as JSON.
+json plan_point_json(const PointConfig& p, size_t index, const PlanLimits& limits, int world,
+                     const std::optional<PredictModel>& model, const std::string& predict_path,
+                     bool list_files, bool list_items) {
+  OfflinePoint o = plan_offline_point(p, limits, world, "--world", 0, 0, 4096);
+  const ModelDesc& m = o.prep.model;
+  const Parallelism& par = o.prep.par;
+  const int w = o.world;
+  const uint64_t align = o.prep.align;
+  const PlanEstimate& est = o.est;
+  const std::vector<int>& node_of_rank = o.prep.nodes.node_of_rank;
+  IoPlan& plan = o.prep.plan;
+  json pt = plan_stats_json(plan.stats);
+  if (model) {
+    pt["prediction"] = predict(*model, p, plan, node_of_rank).to_json();
+    pt["prediction"]["model_source"] = predict_path;
+  }
+  pt["block_size"] = p.block_size;
+  pt["align"] = align;
+  pt["region_align"] = region_align_bytes(p, align);
+  pt["transfers"] = transfer_stats_json(transfer_stats(plan, p.block_size, p.transfer), p.transfer);
+  pt["index"] = index;
+  pt["estimate"] = est.to_json();
+  pt["params"] = p.params;
+  pt["model"] = m.name;
+  pt["world"] = w;
+  pt["parallelism"] = parallelism_to_json(par);
+  pt["layout"] = layout_name(p.layout.kind);
+  if (list_files || list_items) pt["file_list"] = plan_file_list(plan, list_items ? &m : nullptr);
+  if (p.restore.reshard) {
+    plan_restore(o.prep, p, w);
+    pt["restore"] = restore_plan_json(o.prep, p);
+  }
+  return pt;
+}
+
+// The point's files, bytes and size histograms (up to the state kinds' line, left open).
+void print_plan_summary(const json& p) {
+  std::printf("point %d: %s, world %d, %s, %s\n", p["index"].get<int>(),
+              p["model"].get<std::string>().c_str(), p["world"].get<int>(),
+              json_text(p["parallelism"]).c_str(), p["layout"].get<std::string>().c_str());
+  std::printf("  files %llu, dirs %llu, payload %s, padding %s, index %s, on disk %s\n",
+              static_cast<unsigned long long>(p["files"].get<uint64_t>()),
+              static_cast<unsigned long long>(p["dirs"].get<uint64_t>()),
+              format_bytes(p["payload_bytes"]).c_str(), format_bytes(p["padding_bytes"]).c_str(),
+              format_bytes(p["index_bytes"]).c_str(), format_bytes(p["file_bytes"]).c_str());
+  const auto& rb = p["rank_payload_bytes"];
+  std::printf("  per-rank payload: min %s, mean %s, max %s; ZeRO padding %s\n",
+              format_bytes(rb["min"]).c_str(),
+              format_bytes(static_cast<uint64_t>(rb["mean"].get<double>())).c_str(),
+              format_bytes(rb["max"]).c_str(), format_bytes(p["zero_padding_bytes"]).c_str());
+  std::printf("  by state kind:");
+  for (auto it = p["state_kind_bytes"].begin(); it != p["state_kind_bytes"].end(); ++it)
+    std::printf(" %s %s;", it.key().c_str(), format_bytes(it.value()).c_str());
+  std::printf("\n  file sizes (power-of-two buckets):");
+  for (auto it = p["file_size_histogram"].begin(); it != p["file_size_histogram"].end(); ++it)
+    std::printf(" [%s] %llu;", it.key().c_str(),
+                static_cast<unsigned long long>(it.value().get<uint64_t>()));
+}
+
+// The point's transfers per phase (ends the file sizes' line first).
+void print_plan_transfers(const json& p) {
+  const auto& t = p["transfers"];
+  std::printf(
+      "\n  transfers per phase (%s, block %s): %llu, mean %s, largest run %s in %llu runs\n",
+      t["mode"].get<std::string>().c_str(), format_bytes(p["block_size"]).c_str(),
+      static_cast<unsigned long long>(t["transfers"].get<uint64_t>()),
+      format_bytes(t["mean_transfer_bytes"]).c_str(), format_bytes(t["largest_run_bytes"]).c_str(),
+      static_cast<unsigned long long>(t["runs"].get<uint64_t>()));
+  std::printf("  transfer sizes (power-of-two buckets):");
+  for (auto it = t["transfer_size_histogram"].begin(); it != t["transfer_size_histogram"].end();
+       ++it)
+    std::printf(" [%s] %llu;", it.key().c_str(),
+                static_cast<unsigned long long>(it.value().get<uint64_t>()));
+  std::printf("\n");
+  if (p["block_size"].get<uint64_t>() > t["largest_run_bytes"].get<uint64_t>())
+    std::printf("  note: block_size exceeds the largest contiguous run: it has no effect here\n");
+}
+
+void print_plan_restore(const json& r) {
+  std::printf("  restore at %s%s: %llu saved files read, %s in %llu reads\n",
+              json_text(r["parallelism"]).c_str(),
+              r["weights_only"].get<bool>() ? ", weights only" : "",
+              static_cast<unsigned long long>(r["files"].get<uint64_t>()),
+              format_bytes(r["needed_bytes"]).c_str(),
+              static_cast<unsigned long long>(r["reads"].get<uint64_t>()));
+  for (const auto& q : r["ranks"])
+    std::printf("    rank %d (virtual %s): %llu files, %s, %llu reads\n", q["rank"].get<int>(),
+                json_text(q["vranks"]).c_str(),
+                static_cast<unsigned long long>(q["files"].get<uint64_t>()),
+                format_bytes(q["bytes"]).c_str(),
+                static_cast<unsigned long long>(q["reads"].get<uint64_t>()));
+}
+
+void print_plan_files(const json& p) {
+  std::printf(
+      "  files (in write order; size, writer ranks; offsets at multiples of %llu, "
+      "each writer's region of a shared file at multiples of %llu):\n",
+      static_cast<unsigned long long>(p["align"].get<uint64_t>()),
+      static_cast<unsigned long long>(p["region_align"].get<uint64_t>()));
+  for (const auto& f : p["file_list"]) {
+    std::printf("    %s %llu %s\n", f["path"].get<std::string>().c_str(),
+                static_cast<unsigned long long>(f["size"].get<uint64_t>()),
+                json_text(f["writers"]).c_str());
+    // A shared file: where each writer's bytes are (region_align decides their starts).
+    if (f.contains("regions"))
+      for (const auto& g : f["regions"])
+        std::printf("      rank %d writes [%llu, %llu)\n", g["rank"].get<int>(),
+                    static_cast<unsigned long long>(g["offset"].get<uint64_t>()),
+                    static_cast<unsigned long long>(g["end"].get<uint64_t>()));
+  }
+}
+
+void print_plan_prediction(const json& q) {
+  const auto s = [&q](const char* k) { return seconds_text(q[k].get<double>()); };
+  std::printf(
+      "  predicted save %s s (fixed %s s; data %s s, bound: %s; creates %s s; sync %s s), "
+      "restore %s s (fixed %s s; data %s s, bound: %s; opens %s s)%s\n",
+      s("save_s").c_str(), s("overhead_save_s").c_str(), s("data_save_s").c_str(),
+      q["save_bound"].get<std::string>().c_str(), s("create_s").c_str(), s("sync_s").c_str(),
+      s("restore_s").c_str(), s("overhead_restore_s").c_str(), s("data_restore_s").c_str(),
+      q["restore_bound"].get<std::string>().c_str(), s("open_s").c_str(),
+      q["extrapolated"].get<bool>() ? ", extrapolated" : "");
+  for (const auto& n : q["notes"])
+    std::printf("  prediction note: %s\n", n.get<std::string>().c_str());
+}
+
+// One point of `plan`'s text output, from its JSON.
+void print_plan_point(const json& p) {
+  print_plan_summary(p);
+  print_plan_transfers(p);
+  if (p.contains("restore")) print_plan_restore(p["restore"]);
+  if (p.contains("file_list")) print_plan_files(p);
+  if (p.contains("prediction")) print_plan_prediction(p["prediction"]);
+}
+
 int cmd_plan(const std::string& path, const Overrides& ov, int world, bool as_json, bool list_files,
              bool list_items, const std::string& predict_path) {
   RunConfig rc = parse_config(load_config(path, ov));
   std::optional<PredictModel> model;
   if (!predict_path.empty()) model = load_predict_model(predict_path);
   json pts = json::array();
-  for (size_t i = 0; i < rc.points.size(); i++) {
-    const auto& p = rc.points[i];
-    OfflinePoint o = plan_offline_point(p, rc.limits, world, "--world", 0, 0, 4096);
-    const ModelDesc& m = o.prep.model;
-    const Parallelism& par = o.prep.par;
-    const int w = o.world;
-    const uint64_t align = o.prep.align;
-    const PlanEstimate& est = o.est;
-    const std::vector<int>& node_of_rank = o.prep.nodes.node_of_rank;
-    IoPlan& plan = o.prep.plan;
-    json pt = plan_stats_json(plan.stats);
-    if (model) {
-      pt["prediction"] = predict(*model, p, plan, node_of_rank).to_json();
-      pt["prediction"]["model_source"] = predict_path;
-    }
-    pt["block_size"] = p.block_size;
-    pt["align"] = align;
-    pt["region_align"] = region_align_bytes(p, align);
-    pt["transfers"] =
-        transfer_stats_json(transfer_stats(plan, p.block_size, p.transfer), p.transfer);
-    pt["index"] = i + 1;
-    pt["estimate"] = est.to_json();
-    pt["params"] = p.params;
-    pt["model"] = m.name;
-    pt["world"] = w;
-    pt["parallelism"] = parallelism_to_json(par);
-    pt["layout"] = layout_name(p.layout.kind);
-    if (list_files || list_items) pt["file_list"] = plan_file_list(plan, list_items ? &m : nullptr);
-    if (p.restore.reshard) {
-      plan_restore(o.prep, p, w);
-      pt["restore"] = restore_plan_json(o.prep, p);
-    }
-    pts.push_back(pt);
-  }
+  for (size_t i = 0; i < rc.points.size(); i++)
+    pts.push_back(plan_point_json(rc.points[i], i + 1, rc.limits, world, model, predict_path,
+                                  list_files, list_items));
   if (as_json) {
     std::cout << json_text(json{{"points", pts}}, 2) << "\n";
     return 0;
@@ -299,91 +404,7 @@ int cmd_plan(const std::string& path, const Overrides& ov, int world, bool as_js
                 predict_path.c_str(), model->measured_nodes, model->measured_ranks_per_node,
                 model->fs_type.empty() ? "" : ", ",
                 model->fs_type.empty() ? "" : model->fs_type.c_str());
-  for (const auto& p : pts) {
-    std::printf("point %d: %s, world %d, %s, %s\n", p["index"].get<int>(),
-                p["model"].get<std::string>().c_str(), p["world"].get<int>(),
-                json_text(p["parallelism"]).c_str(), p["layout"].get<std::string>().c_str());
-    std::printf("  files %llu, dirs %llu, payload %s, padding %s, index %s, on disk %s\n",
-                static_cast<unsigned long long>(p["files"].get<uint64_t>()),
-                static_cast<unsigned long long>(p["dirs"].get<uint64_t>()),
-                format_bytes(p["payload_bytes"]).c_str(), format_bytes(p["padding_bytes"]).c_str(),
-                format_bytes(p["index_bytes"]).c_str(), format_bytes(p["file_bytes"]).c_str());
-    const auto& rb = p["rank_payload_bytes"];
-    std::printf("  per-rank payload: min %s, mean %s, max %s; ZeRO padding %s\n",
-                format_bytes(rb["min"]).c_str(),
-                format_bytes(static_cast<uint64_t>(rb["mean"].get<double>())).c_str(),
-                format_bytes(rb["max"]).c_str(), format_bytes(p["zero_padding_bytes"]).c_str());
-    std::printf("  by state kind:");
-    for (auto it = p["state_kind_bytes"].begin(); it != p["state_kind_bytes"].end(); ++it)
-      std::printf(" %s %s;", it.key().c_str(), format_bytes(it.value()).c_str());
-    std::printf("\n  file sizes (power-of-two buckets):");
-    for (auto it = p["file_size_histogram"].begin(); it != p["file_size_histogram"].end(); ++it)
-      std::printf(" [%s] %llu;", it.key().c_str(),
-                  static_cast<unsigned long long>(it.value().get<uint64_t>()));
-    const auto& t = p["transfers"];
-    std::printf(
-        "\n  transfers per phase (%s, block %s): %llu, mean %s, largest run %s in %llu runs\n",
-        t["mode"].get<std::string>().c_str(), format_bytes(p["block_size"]).c_str(),
-        static_cast<unsigned long long>(t["transfers"].get<uint64_t>()),
-        format_bytes(t["mean_transfer_bytes"]).c_str(),
-        format_bytes(t["largest_run_bytes"]).c_str(),
-        static_cast<unsigned long long>(t["runs"].get<uint64_t>()));
-    std::printf("  transfer sizes (power-of-two buckets):");
-    for (auto it = t["transfer_size_histogram"].begin(); it != t["transfer_size_histogram"].end();
-         ++it)
-      std::printf(" [%s] %llu;", it.key().c_str(),
-                  static_cast<unsigned long long>(it.value().get<uint64_t>()));
-    std::printf("\n");
-    if (p["block_size"].get<uint64_t>() > t["largest_run_bytes"].get<uint64_t>())
-      std::printf("  note: block_size exceeds the largest contiguous run: it has no effect here\n");
-    if (p.contains("restore")) {
-      const auto& r = p["restore"];
-      std::printf("  restore at %s%s: %llu saved files read, %s in %llu reads\n",
-                  json_text(r["parallelism"]).c_str(),
-                  r["weights_only"].get<bool>() ? ", weights only" : "",
-                  static_cast<unsigned long long>(r["files"].get<uint64_t>()),
-                  format_bytes(r["needed_bytes"]).c_str(),
-                  static_cast<unsigned long long>(r["reads"].get<uint64_t>()));
-      for (const auto& q : r["ranks"])
-        std::printf("    rank %d (virtual %s): %llu files, %s, %llu reads\n", q["rank"].get<int>(),
-                    json_text(q["vranks"]).c_str(),
-                    static_cast<unsigned long long>(q["files"].get<uint64_t>()),
-                    format_bytes(q["bytes"]).c_str(),
-                    static_cast<unsigned long long>(q["reads"].get<uint64_t>()));
-    }
-    if (p.contains("file_list")) {
-      std::printf(
-          "  files (in write order; size, writer ranks; offsets at multiples of %llu, "
-          "each writer's region of a shared file at multiples of %llu):\n",
-          static_cast<unsigned long long>(p["align"].get<uint64_t>()),
-          static_cast<unsigned long long>(p["region_align"].get<uint64_t>()));
-      for (const auto& f : p["file_list"]) {
-        std::printf("    %s %llu %s\n", f["path"].get<std::string>().c_str(),
-                    static_cast<unsigned long long>(f["size"].get<uint64_t>()),
-                    json_text(f["writers"]).c_str());
-        // A shared file: where each writer's bytes are (region_align decides their starts).
-        if (f.contains("regions"))
-          for (const auto& g : f["regions"])
-            std::printf("      rank %d writes [%llu, %llu)\n", g["rank"].get<int>(),
-                        static_cast<unsigned long long>(g["offset"].get<uint64_t>()),
-                        static_cast<unsigned long long>(g["end"].get<uint64_t>()));
-      }
-    }
-    if (p.contains("prediction")) {
-      const auto& q = p["prediction"];
-      const auto s = [&q](const char* k) { return seconds_text(q[k].get<double>()); };
-      std::printf(
-          "  predicted save %s s (fixed %s s; data %s s, bound: %s; creates %s s; sync %s s), "
-          "restore %s s (fixed %s s; data %s s, bound: %s; opens %s s)%s\n",
-          s("save_s").c_str(), s("overhead_save_s").c_str(), s("data_save_s").c_str(),
-          q["save_bound"].get<std::string>().c_str(), s("create_s").c_str(), s("sync_s").c_str(),
-          s("restore_s").c_str(), s("overhead_restore_s").c_str(), s("data_restore_s").c_str(),
-          q["restore_bound"].get<std::string>().c_str(), s("open_s").c_str(),
-          q["extrapolated"].get<bool>() ? ", extrapolated" : "");
-      for (const auto& n : q["notes"])
-        std::printf("  prediction note: %s\n", n.get<std::string>().c_str());
-    }
-  }
+  for (const auto& p : pts) print_plan_point(p);
   return 0;
 }
 
@@ -414,6 +435,132 @@ int mpi_command(const std::function<int(int)>& body) {
   return code;
 }
 
+// The default report path: results/<name>-<UTC time>.json, with the time's ':' as '-'.
+std::string default_report_path(const std::string& name) {
+  std::string t = utc_now();
+  for (char& c : t)
+    if (c == ':') c = '-';
+  return "results/" + name + "-" + t + ".json";
+}
+
+// `run`'s config (--config, else with --from the config the save job ran, else the default) with
+// the overrides and --timeout applied; records the document, the overrides and their notes in
+// opt. Throws ConfigError.
+RunConfig load_run_config(const std::string& config_path, const Overrides& ov, double timeout_s,
+                          RunOptions& opt) {
+  json doc;
+  // --from REPORT.json: the run directory the save job's report names.
+  if (!opt.from_dir.empty()) opt.from_dir = saved_run_dir(opt.from_dir);
+  if (config_path.empty() && !opt.from_dir.empty()) {
+    // A restore of a saved run without --config: the config the save job ran.
+    doc = read_manifest(opt.from_dir).value("config_document", json());
+    if (!doc.is_object())
+      throw ConfigError("--from '" + opt.from_dir + "': the manifest holds no config document");
+    for (const auto& note : apply_overrides(doc, ov.all())) opt.override_notes.push_back(note);
+  } else {
+    doc = load_config(config_path, ov, &opt.override_notes);
+  }
+  opt.config_document = doc;
+  RunConfig rc = parse_config(doc);
+  opt.overrides = ov.all();
+  if (timeout_s >= 0) {
+    rc.timeout_s = timeout_s;
+    rc.resolved["timeout_s"] = timeout_s;  // the report records the limit that applied
+  }
+  return rc;
+}
+
+// "" or why the run's outputs cannot be written as asked.
+std::string run_outputs_error(const RunConfig& rc, const RunOptions& opt, const std::string& output,
+                              const std::string& dlio_path) {
+  // Two outputs of the run on one file: the later write would replace the earlier.
+  std::string error = output_clash(output, dlio_path, opt.csv);
+  // A DLIO summary.json describes one configuration (MLPerf Storage reads one per run).
+  if (error.empty() && !dlio_path.empty() && rc.points.size() > 1) {
+    error =
+        "--dlio-summary: a DLIO summary.json describes one configuration, but this "
+        "config has ";
+    error += std::to_string(rc.points.size());
+    error +=
+        " sweep points; run each configuration on its own (without \"sweep\") to get one "
+        "summary per run";
+  }
+  return error;
+}
+
+// What the ranks agree on: the config as it will run, and the options that change what it does.
+json run_identity(const RunConfig& rc, const RunOptions& opt) {
+  json effective = rc.resolved;  // with --target and --timeout applied
+  effective["target"] = opt.target_override.empty() ? rc.target : opt.target_override;
+  effective["timeout_s"] = rc.timeout_s;
+  return {{"config", effective}, {"force", opt.force}, {"dry_run", opt.dry_run}};
+}
+
+void print_dry_run(const json& doc) {
+  for (const auto& p : doc["points"])
+    std::printf("point %d %s: %s moved per repetition (save + restore), %llu files\n",
+                p["index"].get<int>(), json_text(p["params"]).c_str(),
+                format_bytes(p["bytes_per_repetition"]).c_str(),
+                static_cast<unsigned long long>(p["plan"]["files"].get<uint64_t>()));
+}
+
+// Writes --dlio-summary and --csv where asked; returns the errors of those that could not be
+// written.
+std::vector<std::string> write_side_outputs(const json& doc, const std::string& dlio_path,
+                                            const std::string& csv, bool& dlio_written,
+                                            bool& csv_written) {
+  std::vector<std::string> output_errors;
+  if (!dlio_path.empty()) {
+    const auto s = dlio_summary(doc);
+    if (s.is_null()) {
+      std::fprintf(stderr,
+                   "ckptbench: --dlio-summary: nothing written: the point did not "
+                   "finish\n");
+    } else {
+      try {
+        write_report(s, dlio_path);
+        dlio_written = true;
+      } catch (const std::exception& e) {
+        output_errors.push_back(std::string("--dlio-summary: ") + e.what());
+      }
+    }
+  }
+  if (!csv.empty()) {
+    try {
+      write_csv(doc, csv);
+      csv_written = true;
+    } catch (const std::exception& e) {
+      output_errors.push_back(std::string("--csv: ") + e.what());
+    }
+  }
+  return output_errors;
+}
+
+// Rank 0 after a run that was not a dry run: the report, the side outputs and the summary.
+void write_run_outputs(RunResult& r, const RunOptions& opt, const std::string& output,
+                       const std::string& dlio_path) {
+  // The side outputs first: one that cannot be written is recorded in the report
+  // (output_errors) and makes the exit 1, whatever the run's status says of its I/O.
+  bool dlio_written = false, csv_written = false;
+  const std::vector<std::string> output_errors =
+      write_side_outputs(r.doc, dlio_path, opt.csv, dlio_written, csv_written);
+  if (!output_errors.empty()) r.doc["output_errors"] = output_errors;
+  write_report(r.doc, output);
+  if (!opt.quiet) std::printf("\n%s", summary_table(r.doc).c_str());
+  std::printf("report: %s\n", output.c_str());
+  if (csv_written) std::printf("CSV: %s\n", opt.csv.c_str());
+  if (dlio_written) std::printf("DLIO summary: %s\n", dlio_path.c_str());
+  for (size_t i = 0; i < output_errors.size(); i++) {
+    // The run's own error (if any) is printed below; these are the outputs'.
+    if (r.exit_code == 0 && i + 1 == output_errors.size()) {
+      r.exit_code = 1;
+      r.error = output_errors[i];
+    } else {
+      std::fprintf(stderr, "ckptbench: error: %s\n", output_errors[i].c_str());
+    }
+  }
+}
+
 int cmd_run(const std::string& config_path, const Overrides& ov, RunOptions opt, std::string output,
             const std::string& dlio_path, double timeout_s) {
   return mpi_command([&](int rank) {
@@ -422,54 +569,15 @@ int cmd_run(const std::string& config_path, const Overrides& ov, RunOptions opt,
     RunConfig rc;
     std::string parse_error;
     try {
-      json doc;
-      // --from REPORT.json: the run directory the save job's report names.
-      if (!opt.from_dir.empty()) opt.from_dir = saved_run_dir(opt.from_dir);
-      if (config_path.empty() && !opt.from_dir.empty()) {
-        // A restore of a saved run without --config: the config the save job ran.
-        doc = read_manifest(opt.from_dir).value("config_document", json());
-        if (!doc.is_object())
-          throw ConfigError("--from '" + opt.from_dir + "': the manifest holds no config document");
-        for (const auto& note : apply_overrides(doc, ov.all())) opt.override_notes.push_back(note);
-      } else {
-        doc = load_config(config_path, ov, &opt.override_notes);
-      }
-      opt.config_document = doc;
-      rc = parse_config(doc);
-      opt.overrides = ov.all();
-      if (timeout_s >= 0) {
-        rc.timeout_s = timeout_s;
-        rc.resolved["timeout_s"] = timeout_s;  // the report records the limit that applied
-      }
+      rc = load_run_config(config_path, ov, timeout_s, opt);
     } catch (const ConfigError& e) {
       parse_error = e.what();
     }
-    // Two outputs of the run on one file: the later write would replace the earlier.
-    if (parse_error.empty()) parse_error = output_clash(output, dlio_path, opt.csv);
-    // A DLIO summary.json describes one configuration (MLPerf Storage reads one per run).
-    if (parse_error.empty() && !dlio_path.empty() && rc.points.size() > 1) {
-      parse_error =
-          "--dlio-summary: a DLIO summary.json describes one configuration, but this "
-          "config has ";
-      parse_error += std::to_string(rc.points.size());
-      parse_error +=
-          " sweep points; run each configuration on its own (without \"sweep\") to get one "
-          "summary per run";
-    }
+    if (parse_error.empty()) parse_error = run_outputs_error(rc, opt, output, dlio_path);
     json identity;
-    if (parse_error.empty()) {
-      json effective = rc.resolved;  // with --target and --timeout applied
-      effective["target"] = opt.target_override.empty() ? rc.target : opt.target_override;
-      effective["timeout_s"] = rc.timeout_s;
-      identity = {{"config", effective}, {"force", opt.force}, {"dry_run", opt.dry_run}};
-    }
+    if (parse_error.empty()) identity = run_identity(rc, opt);
     agree_on_config(MPI_COMM_WORLD, parse_error, identity);
-    if (output.empty()) {
-      std::string t = utc_now();
-      for (char& c : t)
-        if (c == ':') c = '-';
-      output = "results/ckptbench-" + t + ".json";
-    }
+    if (output.empty()) output = default_report_path("ckptbench");
     opt.output = output;
     // A live line only on a real terminal: Open MPI gives ranks a pseudo-terminal even when
     // mpirun's output goes to a file, so under it the line is opt-in (--live).
@@ -480,56 +588,10 @@ int cmd_run(const std::string& config_path, const Overrides& ov, RunOptions opt,
     RunResult r = run_benchmark(rc, opt, MPI_COMM_WORLD);
     if (rank == 0) {
       if (r.write_doc) {
-        if (opt.dry_run) {
-          for (const auto& p : r.doc["points"])
-            std::printf("point %d %s: %s moved per repetition (save + restore), %llu files\n",
-                        p["index"].get<int>(), json_text(p["params"]).c_str(),
-                        format_bytes(p["bytes_per_repetition"]).c_str(),
-                        static_cast<unsigned long long>(p["plan"]["files"].get<uint64_t>()));
-        } else {
-          // The side outputs first: one that cannot be written is recorded in the report
-          // (output_errors) and makes the exit 1, whatever the run's status says of its I/O.
-          std::vector<std::string> output_errors;
-          bool dlio_written = false, csv_written = false;
-          if (!dlio_path.empty()) {
-            const auto s = dlio_summary(r.doc);
-            if (s.is_null()) {
-              std::fprintf(stderr,
-                           "ckptbench: --dlio-summary: nothing written: the point did not "
-                           "finish\n");
-            } else {
-              try {
-                write_report(s, dlio_path);
-                dlio_written = true;
-              } catch (const std::exception& e) {
-                output_errors.push_back(std::string("--dlio-summary: ") + e.what());
-              }
-            }
-          }
-          if (!opt.csv.empty()) {
-            try {
-              write_csv(r.doc, opt.csv);
-              csv_written = true;
-            } catch (const std::exception& e) {
-              output_errors.push_back(std::string("--csv: ") + e.what());
-            }
-          }
-          if (!output_errors.empty()) r.doc["output_errors"] = output_errors;
-          write_report(r.doc, output);
-          if (!opt.quiet) std::printf("\n%s", summary_table(r.doc).c_str());
-          std::printf("report: %s\n", output.c_str());
-          if (csv_written) std::printf("CSV: %s\n", opt.csv.c_str());
-          if (dlio_written) std::printf("DLIO summary: %s\n", dlio_path.c_str());
-          for (size_t i = 0; i < output_errors.size(); i++) {
-            // The run's own error (if any) is printed below; these are the outputs'.
-            if (r.exit_code == 0 && i + 1 == output_errors.size()) {
-              r.exit_code = 1;
-              r.error = output_errors[i];
-            } else {
-              std::fprintf(stderr, "ckptbench: error: %s\n", output_errors[i].c_str());
-            }
-          }
-        }
+        if (opt.dry_run)
+          print_dry_run(r.doc);
+        else
+          write_run_outputs(r, opt, output, dlio_path);
       }
       if (r.exit_code != 0) fail(r.error, r.exit_code);
     }
@@ -548,12 +610,7 @@ int cmd_characterize(CharacterizeOptions copt, const std::string& config_path, c
                         " minutes; want more than 0 and at most 10080 (a week)");
     copt.budget_s = budget_min * 60;
     if (!probe_size.empty()) copt.probe_bytes = parse_size(probe_size, "--probe-size");
-    if (copt.output.empty()) {
-      std::string t = utc_now();
-      for (char& c : t)
-        if (c == ':') c = '-';
-      copt.output = "results/characterize-" + t + ".json";
-    }
+    if (copt.output.empty()) copt.output = default_report_path("characterize");
     copt.output = bcast_string(copt.output, 0, MPI_COMM_WORLD);
     install_stop_handlers();
     CharacterizeResult r = run_characterize(copt, MPI_COMM_WORLD);
@@ -565,6 +622,254 @@ int cmd_characterize(CharacterizeOptions copt, const std::string& config_path, c
     }
     return r.exit_code;
   });
+}
+
+// `run`'s command line.
+struct RunArgs {
+  CLI::App* cmd = nullptr;
+  std::string config, target, output, dlio_path;
+  RunOptions opt;
+  Overrides ov;
+  double timeout_s = -1;
+  std::string phases = "both";
+  std::string read_assign = "auto";
+};
+
+// The check of --timeout's value.
+CLI::Validator timeout_validator() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        // As the config's timeout_s: a finite number of seconds in 0..1e7 (nan and inf
+        // passed CLI11's NonNegativeNumber).
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        if (s.empty() || end == nullptr || *end != '\0' || !std::isfinite(v) || v < 0 || v > 1e7)
+          return "want seconds, a number from 0 (no limit) to 10000000, got '" +
+                 text_excerpt(s, 40) + "'";
+        return "";
+      },
+      "SECONDS");
+}
+
+void add_run(CLI::App& app, RunArgs& a) {
+  auto* run =
+      app.add_subcommand("run", "Run the benchmark (under mpirun/srun) and write a JSON report");
+  a.cmd = run;
+  a.ov.add_to(run);
+  run->add_option(
+      "--config,-c", a.config,
+      "JSON config file (default: the embedded default config, see `ckptbench run --dry-run`)");
+  // (No CLI11 existence check: a file missing on some ranks only is then a config error that
+  // the ranks agree on, printed once naming the rank, instead of a parse error on those ranks.)
+  run->add_option("--target,-t", a.target,
+                  "Directory to write into (overrides the config's \"target\"); a fresh run "
+                  "directory is created inside it");
+  run->add_option("--output,-o", a.output,
+                  "Report path (default: results/ckptbench-<UTC time>.json)");
+  run->add_option("--dlio-summary", a.dlio_path,
+                  "Also write DLIO's summary.json layout (what MLPerf Storage reporting reads: "
+                  "rank 0's save/load duration and throughput, checkpoint size in GB = 2^30 B) "
+                  "plus a \"ckptbench\" object, to this path; one-point configs only");
+  run->add_option("--timeout", a.timeout_s,
+                  "Per-point time limit in seconds (overrides the config's timeout_s; 0 = none): a "
+                  "point past it is reported as timed out and the sweep stops")
+      ->check(timeout_validator());
+  run->add_option("--csv", a.opt.csv,
+                  "Also write a CSV table, one row per point x phase (columns: docs/metrics.md, "
+                  "\"CSV\"); the same as scripts/ckptreport.py csv REPORT");
+  run->add_flag("--force", a.opt.force, "Allow a target directory that is not empty");
+  run->add_flag("--quiet,-q", a.opt.quiet, "No progress lines or summary table");
+  run->add_flag("--live", a.opt.live,
+                "Show a live line (rank 0's bytes done, current GiB/s) during each phase; on by "
+                "default on a terminal, except under Open MPI, whose ranks always see a terminal");
+  run->add_option("--phases", a.phases,
+                  "save: save only, keep the files and write a manifest in the run directory; "
+                  "restore: read a saved run back (--from), on any number of ranks; both (the "
+                  "default): save then restore in this job")
+      ->check(CLI::IsMember({"both", "save", "restore"}));
+  run->add_option("--from", a.opt.from_dir,
+                  "With --phases restore: the run directory a --phases save job printed, or that "
+                  "job's report (its environment.run_dir); the save job's config is used unless "
+                  "--config is given");
+  run->add_option("--read-dir", a.opt.read_dir,
+                  "With --phases restore: read every file of an existing checkpoint directory "
+                  "(safetensors shards, a DeepSpeed global_stepN/, a DCP checkpoint...) with the "
+                  "config's backend; read-only, content not verified, sizes checked");
+  run->add_option("--read-assign", a.read_assign,
+                  "With --read-dir: which rank reads which file. auto (default): as the "
+                  "framework's loader would (a Hugging Face safetensors model, a DeepSpeed tag, a "
+                  "DCP checkpoint) when recognised and applicable here, else size; size: each "
+                  "file whole, largest first to the least loaded rank; loader: the loader's, or "
+                  "exit 2 saying why it does not apply")
+      ->check(CLI::IsMember({"auto", "size", "loader"}));
+  run->add_flag("--dry-run", a.opt.dry_run,
+                "List the sweep points and the bytes each moves; no I/O");
+}
+
+int dispatch_run(RunArgs& a) {
+  a.opt.target_override = a.target;
+  a.opt.read_assign = parse_read_assign(a.read_assign);
+  a.opt.phases = a.phases == "save"      ? Phases::save
+                 : a.phases == "restore" ? Phases::restore
+                                         : Phases::both;
+  return cmd_run(a.config, a.ov, a.opt, a.output, a.dlio_path, a.timeout_s);
+}
+
+// `validate`'s command line.
+struct ValidateArgs {
+  CLI::App* cmd = nullptr;
+  std::string path, config;
+  Overrides ov;
+};
+
+void add_validate(CLI::App& app, ValidateArgs& a) {
+  auto* validate = app.add_subcommand(
+      "validate", "Check a config file; exit 2 with the reason if it is invalid");
+  a.cmd = validate;
+  auto* vfile = validate->add_option("file", a.path, "Config file (or --config FILE)");
+  validate->add_option("--config,-c", a.config, "Config file")->excludes(vfile);
+  a.ov.add_to(validate);
+}
+
+// `plan`'s command line.
+struct PlanArgs {
+  CLI::App* cmd = nullptr;
+  std::string config;
+  Overrides ov;
+  int world = 0;
+  bool as_json = false, files = false, items = false;
+  std::string predict;
+  CLI::Option* predict_opt = nullptr;
+};
+
+void add_plan(CLI::App& app, PlanArgs& a) {
+  auto* plan =
+      app.add_subcommand("plan", "Show the files and bytes a config would write; no I/O, no MPI");
+  a.cmd = plan;
+  plan->add_option("--config,-c", a.config, "Config file (default: the embedded default config)");
+  a.ov.add_to(plan);
+  plan->add_option("--world,-w", a.world, "Job size in ranks (default: from the config)")
+      ->check(CLI::PositiveNumber);
+  plan->add_flag("--json", a.as_json, "Print JSON");
+  plan->add_flag("--files", a.files,
+                 "List every file: path (relative to the point directory), size, writer ranks");
+  plan->add_flag("--items", a.items,
+                 "With --json: list every file with its tensor data in file order (name, dtype, "
+                 "bytes, offset, vrank, shard: its place in that rank's state, writing rank), "
+                 "what scripts/realfw.py saves with the real framework");
+  a.predict_opt =
+      plan->add_option("--predict", a.predict,
+                       "Predict each point's save and restore time from the model in a "
+                       "characterization report (its characterization.model; docs/characterize.md, "
+                       "\"The prediction model\"); with --json each point gets \"prediction\"");
+}
+
+int dispatch_plan(const PlanArgs& a) {
+  if (a.predict_opt->count() > 0 && a.predict.empty())
+    throw ConfigError("--predict: empty path; give a characterization report (a JSON file)");
+  return cmd_plan(a.config, a.ov, a.world, a.as_json, a.files, a.items, a.predict);
+}
+
+// `characterize`'s command line.
+struct CharacterizeArgs {
+  CLI::App* cmd = nullptr;
+  CharacterizeOptions opt;
+  std::string config, probe;
+  Overrides ov;
+  double budget = 10;
+  bool no_validate = false;
+};
+
+void add_characterize(CLI::App& app, CharacterizeArgs& a) {
+  auto* charz = app.add_subcommand(
+      "characterize",
+      "Characterise a file system for checkpoints (under mpirun/srun): an adaptive search over "
+      "backend, O_DIRECT, transfer size, queue depth, region alignment, ranks per node and "
+      "striping, the metadata rate, findings with 95 % intervals, a recommended config for "
+      "--config's checkpoint and its predicted save and restore time, checked by a run");
+  a.cmd = charz;
+  charz->add_option("--config,-c", a.config,
+                    "The checkpoint to recommend for: its model and parallelism (default: the "
+                    "embedded default config)");
+  a.ov.add_to(charz);
+  charz->add_option("--target,-t", a.opt.target,
+                    "The directory to characterise (default: the config's \"target\"); the "
+                    "probes run in a fresh directory inside it, removed at the end");
+  charz->add_option("--budget", a.budget,
+                    "Minutes the search may take (default 10); the check run of the "
+                    "recommendation comes after");
+  charz->add_option("--ci-width", a.opt.ci_width,
+                    "A point repeats until its 95 % interval's half-width is within this "
+                    "fraction of the mean (default 0.05), or --max-reps, or its stage's budget");
+  charz->add_option("--min-reps", a.opt.min_reps,
+                    "Repetitions of every point at least (default 3)");
+  charz->add_option("--max-reps", a.opt.max_reps, "Repetitions of a point at most (default 10)");
+  charz->add_option("--probe-size", a.probe,
+                    "Bytes each rank saves and restores per repetition of a probe (default: "
+                    "sized so that one save takes about budget/300 s, 16 MiB to 8 GiB)");
+  charz
+      ->add_option("--stages", a.opt.stages,
+                   "Comma-separated stages to run (default all that apply): backend, "
+                   "transfer_size, queue_depth, direct, region_align, ceilings, ranks_per_node, "
+                   "stripes, metadata, recommend")
+      ->delimiter(',');
+  charz->add_option("--output,-o", a.opt.output,
+                    "Report path (default: results/characterize-<UTC time>.json)");
+  charz->add_option("--recommend", a.opt.recommend_path,
+                    "Where to write the recommended config (default: the report's path with "
+                    ".recommended.json)");
+  charz->add_flag("--no-validate", a.no_validate,
+                  "Do not run the recommended config to compare it with its prediction");
+  charz->add_flag("--force", a.opt.force, "Allow a target directory that is not empty");
+  charz->add_flag("--quiet,-q", a.opt.quiet, "No progress lines or findings table");
+}
+
+int dispatch_characterize(CharacterizeArgs& a) {
+  a.opt.validate = !a.no_validate;
+  return cmd_characterize(a.opt, a.config, a.ov, a.budget, a.probe);
+}
+
+int cmd_backends(bool as_json) {
+  json j = probe_backends();
+  if (as_json) {
+    json out = json::array();
+    for (const auto& b : backend_registry())
+      out.push_back({{"name", b.name},
+                     {"description", b.description},
+                     {"status", j[b.name].get<std::string>()},
+                     {"usable", j[b.name].get<std::string>() == "ok"}});
+    std::cout << json_text(out, 2) << "\n";
+    return 0;
+  }
+  for (const auto& b : backend_registry()) {
+    std::string st = j[b.name].get<std::string>();
+    std::printf("%-10s %-4s %s%s\n", b.name.c_str(), st == "ok" ? "ok" : "no",
+                b.description.c_str(), st == "ok" ? "" : (" — " + st).c_str());
+  }
+  return 0;
+}
+
+// Parses the command line; the exit code when there is no command to run (--help, --version, a
+// parse error), else nullopt.
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version print as CLI11 does; a real parse error gets the usual prefix and is
+    // printed by the first rank only.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    if (launcher_rank() == 0) {
+      fail(e.what(), 2);
+      std::fprintf(stderr, "Run with --help for more information.\n");
+      return 2;
+    }
+    // The other ranks leave after rank 0 has printed: a launcher that ends the job at the first
+    // non-zero exit (mpiexec, srun --kill-on-bad-exit) would otherwise kill rank 0 before it
+    // prints. Rank 0's exit ends this sleep in such a launcher; elsewhere it lasts 5 s.
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    return 2;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -588,220 +893,34 @@ int run_command(int argc, char** argv) {
   app.set_version_flag("--version", std::string("ckptbench ") + kVersion + " (" + kGit + ")");
   app.require_subcommand(1);
 
-  std::string config, target, output;
-  RunOptions ropt;
-  Overrides run_ov, plan_ov, validate_ov;
-  auto* run =
-      app.add_subcommand("run", "Run the benchmark (under mpirun/srun) and write a JSON report");
-  run_ov.add_to(run);
-  run->add_option(
-      "--config,-c", config,
-      "JSON config file (default: the embedded default config, see `ckptbench run --dry-run`)");
-  // (No CLI11 existence check: a file missing on some ranks only is then a config error that
-  // the ranks agree on, printed once naming the rank, instead of a parse error on those ranks.)
-  run->add_option("--target,-t", target,
-                  "Directory to write into (overrides the config's \"target\"); a fresh run "
-                  "directory is created inside it");
-  run->add_option("--output,-o", output,
-                  "Report path (default: results/ckptbench-<UTC time>.json)");
-  std::string dlio_path;
-  run->add_option("--dlio-summary", dlio_path,
-                  "Also write DLIO's summary.json layout (what MLPerf Storage reporting reads: "
-                  "rank 0's save/load duration and throughput, checkpoint size in GB = 2^30 B) "
-                  "plus a \"ckptbench\" object, to this path; one-point configs only");
-  double timeout_s = -1;
-  run->add_option("--timeout", timeout_s,
-                  "Per-point time limit in seconds (overrides the config's timeout_s; 0 = none): a "
-                  "point past it is reported as timed out and the sweep stops")
-      ->check(CLI::Validator(
-          [](std::string& s) -> std::string {
-            // As the config's timeout_s: a finite number of seconds in 0..1e7 (nan and inf
-            // passed CLI11's NonNegativeNumber).
-            char* end = nullptr;
-            const double v = std::strtod(s.c_str(), &end);
-            if (s.empty() || end == nullptr || *end != '\0' || !std::isfinite(v) || v < 0 ||
-                v > 1e7)
-              return "want seconds, a number from 0 (no limit) to 10000000, got '" +
-                     text_excerpt(s, 40) + "'";
-            return "";
-          },
-          "SECONDS"));
-  run->add_option("--csv", ropt.csv,
-                  "Also write a CSV table, one row per point x phase (columns: docs/metrics.md, "
-                  "\"CSV\"); the same as scripts/ckptreport.py csv REPORT");
-  run->add_flag("--force", ropt.force, "Allow a target directory that is not empty");
-  run->add_flag("--quiet,-q", ropt.quiet, "No progress lines or summary table");
-  run->add_flag("--live", ropt.live,
-                "Show a live line (rank 0's bytes done, current GiB/s) during each phase; on by "
-                "default on a terminal, except under Open MPI, whose ranks always see a terminal");
-  std::string phases = "both";
-  run->add_option("--phases", phases,
-                  "save: save only, keep the files and write a manifest in the run directory; "
-                  "restore: read a saved run back (--from), on any number of ranks; both (the "
-                  "default): save then restore in this job")
-      ->check(CLI::IsMember({"both", "save", "restore"}));
-  run->add_option("--from", ropt.from_dir,
-                  "With --phases restore: the run directory a --phases save job printed, or that "
-                  "job's report (its environment.run_dir); the save job's config is used unless "
-                  "--config is given");
-  run->add_option("--read-dir", ropt.read_dir,
-                  "With --phases restore: read every file of an existing checkpoint directory "
-                  "(safetensors shards, a DeepSpeed global_stepN/, a DCP checkpoint...) with the "
-                  "config's backend; read-only, content not verified, sizes checked");
-  std::string read_assign = "auto";
-  run->add_option("--read-assign", read_assign,
-                  "With --read-dir: which rank reads which file. auto (default): as the "
-                  "framework's loader would (a Hugging Face safetensors model, a DeepSpeed tag, a "
-                  "DCP checkpoint) when recognised and applicable here, else size; size: each "
-                  "file whole, largest first to the least loaded rank; loader: the loader's, or "
-                  "exit 2 saying why it does not apply")
-      ->check(CLI::IsMember({"auto", "size", "loader"}));
-  run->add_flag("--dry-run", ropt.dry_run,
-                "List the sweep points and the bytes each moves; no I/O");
-
-  std::string vpath, vconfig;
-  auto* validate = app.add_subcommand(
-      "validate", "Check a config file; exit 2 with the reason if it is invalid");
-  auto* vfile = validate->add_option("file", vpath, "Config file (or --config FILE)");
-  validate->add_option("--config,-c", vconfig, "Config file")->excludes(vfile);
-  validate_ov.add_to(validate);
-
-  std::string ppath;
-  int world = 0;
-  bool pjson = false;
-  auto* plan =
-      app.add_subcommand("plan", "Show the files and bytes a config would write; no I/O, no MPI");
-  plan->add_option("--config,-c", ppath, "Config file (default: the embedded default config)");
-  plan_ov.add_to(plan);
-  plan->add_option("--world,-w", world, "Job size in ranks (default: from the config)")
-      ->check(CLI::PositiveNumber);
-  plan->add_flag("--json", pjson, "Print JSON");
-  bool pfiles = false;
-  plan->add_flag("--files", pfiles,
-                 "List every file: path (relative to the point directory), size, writer ranks");
-  bool pitems = false;
-  plan->add_flag("--items", pitems,
-                 "With --json: list every file with its tensor data in file order (name, dtype, "
-                 "bytes, offset, vrank, shard: its place in that rank's state, writing rank), "
-                 "what scripts/realfw.py saves with the real framework");
-  std::string ppredict;
-  auto* predict_opt =
-      plan->add_option("--predict", ppredict,
-                       "Predict each point's save and restore time from the model in a "
-                       "characterization report (its characterization.model; docs/characterize.md, "
-                       "\"The prediction model\"); with --json each point gets \"prediction\"");
-
+  // The subcommands in the order --help lists them.
+  RunArgs run;
+  add_run(app, run);
+  ValidateArgs validate;
+  add_validate(app, validate);
+  PlanArgs plan;
+  add_plan(app, plan);
   bool mjson = false;
   auto* models = app.add_subcommand("models", "List the built-in model zoo with sizes");
   models->add_flag("--json", mjson, "Print JSON");
-
   auto* backends =
       app.add_subcommand("backends", "List the I/O backends and whether each works here");
   bool bjson = false;
   backends->add_flag("--json", bjson,
                      "Print JSON: [{name, description, status (\"ok\" or why not)}]");
-  CharacterizeOptions copt;
-  std::string cconfig, cprobe;
-  Overrides char_ov;
-  double cbudget = 10;
-  bool cno_validate = false;
-  auto* charz = app.add_subcommand(
-      "characterize",
-      "Characterise a file system for checkpoints (under mpirun/srun): an adaptive search over "
-      "backend, O_DIRECT, transfer size, queue depth, region alignment, ranks per node and "
-      "striping, the metadata rate, findings with 95 % intervals, a recommended config for "
-      "--config's checkpoint and its predicted save and restore time, checked by a run");
-  charz->add_option("--config,-c", cconfig,
-                    "The checkpoint to recommend for: its model and parallelism (default: the "
-                    "embedded default config)");
-  char_ov.add_to(charz);
-  charz->add_option("--target,-t", copt.target,
-                    "The directory to characterise (default: the config's \"target\"); the "
-                    "probes run in a fresh directory inside it, removed at the end");
-  charz->add_option("--budget", cbudget,
-                    "Minutes the search may take (default 10); the check run of the "
-                    "recommendation comes after");
-  charz->add_option("--ci-width", copt.ci_width,
-                    "A point repeats until its 95 % interval's half-width is within this "
-                    "fraction of the mean (default 0.05), or --max-reps, or its stage's budget");
-  charz->add_option("--min-reps", copt.min_reps, "Repetitions of every point at least (default 3)");
-  charz->add_option("--max-reps", copt.max_reps, "Repetitions of a point at most (default 10)");
-  charz->add_option("--probe-size", cprobe,
-                    "Bytes each rank saves and restores per repetition of a probe (default: "
-                    "sized so that one save takes about budget/300 s, 16 MiB to 8 GiB)");
-  charz
-      ->add_option("--stages", copt.stages,
-                   "Comma-separated stages to run (default all that apply): backend, "
-                   "transfer_size, queue_depth, direct, region_align, ceilings, ranks_per_node, "
-                   "stripes, metadata, recommend")
-      ->delimiter(',');
-  charz->add_option("--output,-o", copt.output,
-                    "Report path (default: results/characterize-<UTC time>.json)");
-  charz->add_option("--recommend", copt.recommend_path,
-                    "Where to write the recommended config (default: the report's path with "
-                    ".recommended.json)");
-  charz->add_flag("--no-validate", cno_validate,
-                  "Do not run the recommended config to compare it with its prediction");
-  charz->add_flag("--force", copt.force, "Allow a target directory that is not empty");
-  charz->add_flag("--quiet,-q", copt.quiet, "No progress lines or findings table");
+  CharacterizeArgs charz;
+  add_characterize(app, charz);
   auto* defcfg = app.add_subcommand("default-config", "Print the embedded default config");
 
+  if (const std::optional<int> code = parse_command_line(app, argc, argv)) return *code;
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    // --help and --version print as CLI11 does; a real parse error gets the usual prefix and is
-    // printed by the first rank only.
-    if (e.get_exit_code() == 0) return app.exit(e);
-    if (launcher_rank() == 0) {
-      fail(e.what(), 2);
-      std::fprintf(stderr, "Run with --help for more information.\n");
-      return 2;
-    }
-    // The other ranks leave after rank 0 has printed: a launcher that ends the job at the first
-    // non-zero exit (mpiexec, srun --kill-on-bad-exit) would otherwise kill rank 0 before it
-    // prints. Rank 0's exit ends this sleep in such a launcher; elsewhere it lasts 5 s.
-    std::this_thread::sleep_for(std::chrono::seconds(5));
-    return 2;
-  }
-  try {
-    if (*run) {
-      ropt.target_override = target;
-      ropt.read_assign = parse_read_assign(read_assign);
-      ropt.phases = phases == "save"      ? Phases::save
-                    : phases == "restore" ? Phases::restore
-                                          : Phases::both;
-      return cmd_run(config, run_ov, ropt, output, dlio_path, timeout_s);
-    }
-    if (*charz) {
-      copt.validate = !cno_validate;
-      return cmd_characterize(copt, cconfig, char_ov, cbudget, cprobe);
-    }
-    if (*validate) return cmd_validate(vpath.empty() ? vconfig : vpath, validate_ov);
-    if (*plan) {
-      if (predict_opt->count() > 0 && ppredict.empty())
-        throw ConfigError("--predict: empty path; give a characterization report (a JSON file)");
-      return cmd_plan(ppath, plan_ov, world, pjson, pfiles, pitems, ppredict);
-    }
+    if (*run.cmd) return dispatch_run(run);
+    if (*charz.cmd) return dispatch_characterize(charz);
+    if (*validate.cmd)
+      return cmd_validate(validate.path.empty() ? validate.config : validate.path, validate.ov);
+    if (*plan.cmd) return dispatch_plan(plan);
     if (*models) return cmd_models(mjson);
-    if (*backends) {
-      json j = probe_backends();
-      if (bjson) {
-        json out = json::array();
-        for (const auto& b : backend_registry())
-          out.push_back({{"name", b.name},
-                         {"description", b.description},
-                         {"status", j[b.name].get<std::string>()},
-                         {"usable", j[b.name].get<std::string>() == "ok"}});
-        std::cout << json_text(out, 2) << "\n";
-        return 0;
-      }
-      for (const auto& b : backend_registry()) {
-        std::string st = j[b.name].get<std::string>();
-        std::printf("%-10s %-4s %s%s\n", b.name.c_str(), st == "ok" ? "ok" : "no",
-                    b.description.c_str(), st == "ok" ? "" : (" — " + st).c_str());
-      }
-      return 0;
-    }
+    if (*backends) return cmd_backends(bjson);
     if (*defcfg) {
       std::cout << json_text(default_config(), 2) << "\n";
       return 0;

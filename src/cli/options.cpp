@@ -251,12 +251,14 @@ json apply_preset(const json& pj) {
   throw ConfigError("'preset': unknown value '" + text_excerpt(name) + "' (allowed: " + list + ")");
 }
 
-PointConfig parse_point(const json& pj_in) {
-  PointConfig p;
-  const json pj = apply_preset(pj_in);
-  ObjectReader r(pj, "");
-  r.allow("preset");
-  for (const auto& k : run_keys()) r.allow(k);
+// The chosen values as the config spells them, for the resolved JSON.
+struct PointText {
+  // Empty when absent: what the layout's writers do (resolved once the backend is known).
+  std::string transfer;
+  std::string sync, framing, source, cache, save_mode;
+};
+
+void read_model_and_layout(ObjectReader& r, PointConfig& p) {
   const json* model = r.raw("model");
   if (!model) throw ConfigError("missing key 'model' (a zoo name like \"llama2-7b\" or an object)");
   p.model = parse_model_config(*model, "model");
@@ -268,6 +270,10 @@ PointConfig parse_point(const json& pj_in) {
   p.layout.chunk_size = r.size("chunk_size", 0, true);
   p.layout.ranks_per_file = static_cast<int>(r.integer("ranks_per_file", 0, 0, 1 << 24));
   p.ranks_per_node = static_cast<int>(r.integer("ranks_per_node", 0, 0, 1 << 20));
+}
+
+// `pj_in` is the point as given, `pj` the point with its preset applied.
+void read_backend(ObjectReader& r, const json& pj_in, const json& pj, PointConfig& p) {
   std::vector<std::string> names;
   for (const auto& b : backend_registry()) names.push_back(b.name);
   p.backend = r.choice("backend", "posix", names);
@@ -282,6 +288,10 @@ PointConfig parse_point(const json& pj_in) {
                                    : std::string()) +
                       " cannot be used: " + bf.not_built + "; this ckptbench has: " + built);
   }
+}
+
+// block_size, transfer, queue_depth, direct, sync, align and region_align.
+void read_request_options(ObjectReader& r, PointConfig& p, PointText& t) {
   p.block_size = r.size("block_size", 1 << 20);
   if (p.block_size > (1ull << 31))
     throw ConfigError("'block_size': " + format_bytes(p.block_size) +
@@ -290,12 +300,14 @@ PointConfig parse_point(const json& pj_in) {
     throw ConfigError("'block_size': " + std::to_string(p.block_size) +
                       " is not allowed (a multiple of 512 bytes, from 512 to 2 GiB; e.g. 4K, 1M)");
   // Absent: what the layout's writers do (resolved below, once the backend is known).
-  const std::string transfer =
+  t.transfer =
       r.raw("transfer") ? r.choice("transfer", "", {"stream", "per-tensor"}) : std::string();
   p.queue_depth = static_cast<int>(r.integer("queue_depth", 1, 1, 4096));
   p.direct = r.boolean("direct", false);
-  std::string sync = r.choice("sync", "end", {"none", "file", "end"});
-  p.sync = sync == "none" ? SyncPolicy::none : sync == "file" ? SyncPolicy::file : SyncPolicy::end;
+  t.sync = r.choice("sync", "end", {"none", "file", "end"});
+  p.sync = t.sync == "none"   ? SyncPolicy::none
+           : t.sync == "file" ? SyncPolicy::file
+                              : SyncPolicy::end;
   p.align = r.size("align", 0, true);
   if (p.align != 0 && (!is_pow2(p.align) || p.align < 512))
     throw ConfigError("'align': " + std::to_string(p.align) +
@@ -309,12 +321,16 @@ PointConfig parse_point(const json& pj_in) {
                         " is not allowed (\"auto\", 0 for packed regions, or a multiple of 512 "
                         "bytes such as 1M or the stripe size)");
   }
+}
+
+// preallocate, framing, framework_cpu, source, cache, striping and object_size.
+void read_file_options(ObjectReader& r, PointConfig& p, PointText& t) {
   p.preallocate = r.boolean("preallocate", true);
-  const std::string framing = r.choice("framing", "none", {"none", "torch-zip"});
-  p.layout.framing = parse_framing(framing);
+  t.framing = r.choice("framing", "none", {"none", "torch-zip"});
+  p.layout.framing = parse_framing(t.framing);
   p.framework_cpu = r.boolean("framework_cpu", false);
-  const std::string source = r.choice("source", "pool", {"pool", "shard"});
-  p.source = parse_source(source);
+  t.source = r.choice("source", "pool", {"pool", "shard"});
+  p.source = parse_source(t.source);
   if (p.framework_cpu && p.layout.framing == Framing::none)
     throw ConfigError(
         "'framework_cpu': models the CPU work of torch.save's stream (a CRC-32 over "
@@ -324,46 +340,52 @@ PointConfig parse_point(const json& pj_in) {
         "'framing': torch-zip replays torch.save's buffered stream (requests at any "
         "offset and of any length); it cannot run with direct=true (set \"framing\": "
         "\"none\" to write the framework's files unframed with O_DIRECT)");
-  std::string cache =
+  t.cache =
       r.choice("cache", "auto", {"auto", "direct", "fadvise", "rank-shift", "drop-caches", "none"});
-  p.cache = cache == "auto"          ? CacheMode::auto_
-            : cache == "direct"      ? CacheMode::direct
-            : cache == "fadvise"     ? CacheMode::fadvise
-            : cache == "rank-shift"  ? CacheMode::rank_shift
-            : cache == "drop-caches" ? CacheMode::drop_caches
-                                     : CacheMode::none;
+  p.cache = t.cache == "auto"          ? CacheMode::auto_
+            : t.cache == "direct"      ? CacheMode::direct
+            : t.cache == "fadvise"     ? CacheMode::fadvise
+            : t.cache == "rank-shift"  ? CacheMode::rank_shift
+            : t.cache == "drop-caches" ? CacheMode::drop_caches
+                                       : CacheMode::none;
   p.stripe_count = static_cast<int>(r.integer("stripe_count", 0, -1, 65535));
   p.stripe_size = r.size("stripe_size", 0, true);
   p.stripe_pool = r.str("stripe_pool", "");
   p.object_size = r.size("object_size", 0, true);
-  if (const json* dcp = r.raw("dcp")) {
-    if (p.layout.kind != LayoutKind::torch_dcp && p.layout.kind != LayoutKind::megatron_dist)
-      throw ConfigError(
-          "'dcp': options of PyTorch DCP's FileSystemWriter apply to layouts "
-          "'torch-dcp' and 'megatron-dist' only, not '" +
-          layout_name(p.layout.kind) + "'");
-    if (!dcp->is_object())
-      throw ConfigError(
-          "'dcp': expected an object {\"thread_count\": N, "
-          "\"single_file_per_rank\": true|false, \"replicas\": \"balanced\"|\"lowest-rank\"}, "
-          "got " +
-          json_type_name(*dcp));
-    ObjectReader d(*dcp, "dcp");
-    d.allow("comment");
-    p.layout.dcp_threads = static_cast<int>(d.integer("thread_count", 0, 1, 1024));
-    p.layout.dcp_single_file = d.boolean("single_file_per_rank", true);
-    const std::string rep = d.choice("replicas", "balanced", {"balanced", "lowest-rank"});
-    if (rep != "balanced" && p.layout.kind == LayoutKind::megatron_dist)
-      throw ConfigError(
-          "'dcp.replicas': \"" + rep +
-          "\" applies to layout 'torch-dcp'; megatron-dist spreads replicated tensors over the "
-          "data-parallel ranks itself (its fully parallel save)");
-    p.layout.dcp_balanced = rep == "balanced";
-    d.finish();
-  }
-  // Backend sections: only the chosen backend's section is parsed (by the backend's validate
-  // below). The others stay unused at this point, but a key none of them knows is still a typo and
-  // an error: a sweep over backends would otherwise run with a misspelt option ignored.
+}
+
+void read_dcp(ObjectReader& r, PointConfig& p) {
+  const json* dcp = r.raw("dcp");
+  if (!dcp) return;
+  if (p.layout.kind != LayoutKind::torch_dcp && p.layout.kind != LayoutKind::megatron_dist)
+    throw ConfigError(
+        "'dcp': options of PyTorch DCP's FileSystemWriter apply to layouts "
+        "'torch-dcp' and 'megatron-dist' only, not '" +
+        layout_name(p.layout.kind) + "'");
+  if (!dcp->is_object())
+    throw ConfigError(
+        "'dcp': expected an object {\"thread_count\": N, "
+        "\"single_file_per_rank\": true|false, \"replicas\": \"balanced\"|\"lowest-rank\"}, "
+        "got " +
+        json_type_name(*dcp));
+  ObjectReader d(*dcp, "dcp");
+  d.allow("comment");
+  p.layout.dcp_threads = static_cast<int>(d.integer("thread_count", 0, 1, 1024));
+  p.layout.dcp_single_file = d.boolean("single_file_per_rank", true);
+  const std::string rep = d.choice("replicas", "balanced", {"balanced", "lowest-rank"});
+  if (rep != "balanced" && p.layout.kind == LayoutKind::megatron_dist)
+    throw ConfigError(
+        "'dcp.replicas': \"" + rep +
+        "\" applies to layout 'torch-dcp'; megatron-dist spreads replicated tensors over the "
+        "data-parallel ranks itself (its fully parallel save)");
+  p.layout.dcp_balanced = rep == "balanced";
+  d.finish();
+}
+
+// Backend sections: only the chosen backend's section is parsed (by the backend's validate,
+// later). The others stay unused at this point, but a key none of them knows is still a typo and
+// an error: a sweep over backends would otherwise run with a misspelt option ignored.
+void read_backend_sections(ObjectReader& r, PointConfig& p) {
   for (const auto& b : backend_registry()) {
     const json* sec = r.raw(b.name);
     if (!sec) continue;
@@ -381,9 +403,12 @@ PointConfig parse_point(const json& pj_in) {
     for (const auto& k : b.option_keys) unused.allow(k);
     unused.finish();
   }
-  // Checkpoint lifecycle.
-  const std::string save_mode = r.choice("save_mode", "sync", {"sync", "async"});
-  p.save_mode = save_mode == "async" ? SaveMode::async : SaveMode::sync;
+}
+
+// Checkpoint lifecycle: save_mode, staging_bytes, compute, checkpoints, keep_last, restore.
+void read_lifecycle(ObjectReader& r, PointConfig& p, PointText& t) {
+  t.save_mode = r.choice("save_mode", "sync", {"sync", "async"});
+  p.save_mode = t.save_mode == "async" ? SaveMode::async : SaveMode::sync;
   if (const json* sb = r.raw("staging_bytes"); sb && !(sb->is_string() && *sb == "auto")) {
     p.staging_bytes = r.size("staging_bytes", 0);
     if (p.staging_bytes < (64u << 10))
@@ -410,49 +435,56 @@ PointConfig parse_point(const json& pj_in) {
     rr.finish();
     p.restore.reshard = p.restore.has_parallelism || p.restore.weights_only;
   }
-  r.finish();
+}
 
-  // Cross-key checks that need no file system.
+void check_shard_source(const PointConfig& p) {
+  if (p.source != SourceMode::shard) return;
+  auto refuse = [](const std::string& why) {
+    throw ConfigError(
+        "'source': \"shard\" (the rank's whole state resident in memory, each "
+        "file written from and read into it) " +
+        why + "; use \"pool\"");
+  };
+  const LayoutKind k = p.layout.kind;
+  if (k == LayoutKind::shared_file || k == LayoutKind::aggregated_node ||
+      p.layout.ranks_per_file > 1)
+    refuse("needs files one rank writes, not layout '" + layout_name(k) + "'" +
+           (p.layout.ranks_per_file > 1 ? " with ranks_per_file > 1" : ""));
+  if (p.parallelism.emulate_world > 0)
+    refuse("would hold every emulated rank's state in one process (parallelism.emulate_world)");
+  if (p.save_mode == SaveMode::async)
+    refuse("does not combine with save_mode \"async\" (its staging memory is the source)");
+  if (p.restore.reshard || p.restore.method == RestoreMethod::mmap)
+    refuse("applies to the plain restore (read), not a resharded, weights-only or mmap one");
+}
+
+void check_reshard(const PointConfig& p) {
+  if (!p.restore.reshard) return;
+  const std::string what =
+      p.restore.has_parallelism ? "'restore.parallelism'" : "'restore.weights_only'";
+  if (p.direct)
+    throw ConfigError(what +
+                      ": a resharded restore reads arbitrary byte ranges, which O_DIRECT cannot "
+                      "read unaligned; set 'direct': false (resharding loaders read buffered)");
+  if (p.cache == CacheMode::rank_shift)
+    throw ConfigError(what +
+                      ": 'cache' \"rank-shift\" does not apply (the restoring ranks already "
+                      "read files other ranks saved); use \"fadvise\" or \"drop-caches\"");
+  if (p.model.sizing == "dlio")
+    throw ConfigError(what +
+                      ": model.sizing \"dlio\" saves synthetic tensors that cannot be "
+                      "resharded; use model.sizing \"exact\"");
+}
+
+// Cross-key checks that need no file system.
+void check_cross_keys(const PointConfig& p) {
   if (p.save_mode == SaveMode::async && p.layout.kind == LayoutKind::aggregated_node)
     throw ConfigError(
         "'save_mode': \"async\" cannot be used with layout 'aggregated-node' (its node leader "
         "receives the other ranks' bytes over MPI while it writes; an asynchronous flush of "
         "staged bytes is modelled per rank): use 'aggregated-rank' or 'shared-file'");
-  if (p.source == SourceMode::shard) {
-    auto refuse = [](const std::string& why) {
-      throw ConfigError(
-          "'source': \"shard\" (the rank's whole state resident in memory, each "
-          "file written from and read into it) " +
-          why + "; use \"pool\"");
-    };
-    const LayoutKind k = p.layout.kind;
-    if (k == LayoutKind::shared_file || k == LayoutKind::aggregated_node ||
-        p.layout.ranks_per_file > 1)
-      refuse("needs files one rank writes, not layout '" + layout_name(k) + "'" +
-             (p.layout.ranks_per_file > 1 ? " with ranks_per_file > 1" : ""));
-    if (p.parallelism.emulate_world > 0)
-      refuse("would hold every emulated rank's state in one process (parallelism.emulate_world)");
-    if (p.save_mode == SaveMode::async)
-      refuse("does not combine with save_mode \"async\" (its staging memory is the source)");
-    if (p.restore.reshard || p.restore.method == RestoreMethod::mmap)
-      refuse("applies to the plain restore (read), not a resharded, weights-only or mmap one");
-  }
-  if (p.restore.reshard) {
-    const std::string what =
-        p.restore.has_parallelism ? "'restore.parallelism'" : "'restore.weights_only'";
-    if (p.direct)
-      throw ConfigError(what +
-                        ": a resharded restore reads arbitrary byte ranges, which O_DIRECT cannot "
-                        "read unaligned; set 'direct': false (resharding loaders read buffered)");
-    if (p.cache == CacheMode::rank_shift)
-      throw ConfigError(what +
-                        ": 'cache' \"rank-shift\" does not apply (the restoring ranks already "
-                        "read files other ranks saved); use \"fadvise\" or \"drop-caches\"");
-    if (p.model.sizing == "dlio")
-      throw ConfigError(what +
-                        ": model.sizing \"dlio\" saves synthetic tensors that cannot be "
-                        "resharded; use model.sizing \"exact\"");
-  }
+  check_shard_source(p);
+  check_reshard(p);
   if (p.restore.method == RestoreMethod::mmap && p.direct)
     throw ConfigError(
         "'restore.method': \"mmap\" reads through the page cache and cannot honour 'direct': "
@@ -477,25 +509,31 @@ PointConfig parse_point(const json& pj_in) {
   if (p.layout.chunk_size != 0 && p.layout.chunk_size < p.block_size && p.layout.chunk_size % 4096)
     throw ConfigError("'chunk_size': must be a multiple of 4096");
   validate_stripe_request(stripe_request(p));
-  {
-    const BackendFactory& bf = find_backend(p.backend);
-    if (transfer.empty())
-      p.transfer =
-          bf.stream_transfers ? default_transfer_mode(p.layout.kind) : TransferMode::per_tensor;
-    else
-      p.transfer = parse_transfer_mode(transfer);
-    if (p.transfer == TransferMode::stream && !bf.stream_transfers)
-      throw ConfigError("'transfer': \"stream\" does not apply to backend \"" + p.backend + "\" (" +
-                        bf.stream_refusal + "); use \"per-tensor\"");
-    if ((p.restore.reshard || p.restore.method == RestoreMethod::mmap) &&
-        !bf.file_offsets_refusal.empty())
-      throw ConfigError(std::string(p.restore.reshard ? "'restore'" : "'restore.method'") +
-                        ": reads byte ranges of the saved files, which backend \"" + p.backend +
-                        "\" does not know (" + bf.file_offsets_refusal +
-                        "); use posix, io_uring or mpiio");
-    bf.validate(p);
-  }
+}
 
+// The transfer mode (the backend's default when the config gives none) and the checks of the
+// chosen backend.
+void check_backend(PointConfig& p, const std::string& transfer) {
+  const BackendFactory& bf = find_backend(p.backend);
+  if (transfer.empty())
+    p.transfer =
+        bf.stream_transfers ? default_transfer_mode(p.layout.kind) : TransferMode::per_tensor;
+  else
+    p.transfer = parse_transfer_mode(transfer);
+  if (p.transfer == TransferMode::stream && !bf.stream_transfers)
+    throw ConfigError("'transfer': \"stream\" does not apply to backend \"" + p.backend + "\" (" +
+                      bf.stream_refusal + "); use \"per-tensor\"");
+  if ((p.restore.reshard || p.restore.method == RestoreMethod::mmap) &&
+      !bf.file_offsets_refusal.empty())
+    throw ConfigError(std::string(p.restore.reshard ? "'restore'" : "'restore.method'") +
+                      ": reads byte ranges of the saved files, which backend \"" + p.backend +
+                      "\" does not know (" + bf.file_offsets_refusal +
+                      "); use posix, io_uring or mpiio");
+  bf.validate(p);
+}
+
+// The point as run, every key with its value (`pj`: the point with its preset applied).
+json resolved_point(const PointConfig& p, const PointText& t, const json& pj) {
   json res;
   res["model"] = model_config_to_json(p.model);
   res["parallelism"] = parallelism_to_json(p.parallelism);
@@ -514,20 +552,20 @@ PointConfig parse_point(const json& pj_in) {
   res["transfer"] = transfer_mode_name(p.transfer);
   res["queue_depth"] = p.queue_depth;
   res["direct"] = p.direct;
-  res["sync"] = sync;
+  res["sync"] = t.sync;
   res["align"] = p.align;
   res["region_align"] =
       p.region_align == PointConfig::kRegionAlignAuto ? json("auto") : json(p.region_align);
   res["preallocate"] = p.preallocate;
-  res["framing"] = framing;
+  res["framing"] = t.framing;
   res["framework_cpu"] = p.framework_cpu;
-  res["source"] = source;
-  res["cache"] = cache;
+  res["source"] = t.source;
+  res["cache"] = t.cache;
   res["stripe_count"] = p.stripe_count;
   res["stripe_size"] = p.stripe_size;
   res["stripe_pool"] = p.stripe_pool;
   res["object_size"] = p.object_size;
-  res["save_mode"] = save_mode;
+  res["save_mode"] = t.save_mode;
   res["staging_bytes"] = p.staging_bytes == 0 ? json("auto") : json(p.staging_bytes);
   res["compute_s"] = p.compute_s;
   res["compute_kind"] = p.compute_kind == ComputeKind::sleep ? "sleep" : "cpu";
@@ -542,13 +580,32 @@ PointConfig parse_point(const json& pj_in) {
   }
   res[p.backend] = p.backend_options;
   if (pj.contains("preset")) res["preset"] = pj["preset"];
-  p.resolved = res;
-  return p;
+  return res;
 }
 
-}  // namespace
+PointConfig parse_point(const json& pj_in) {
+  PointConfig p;
+  const json pj = apply_preset(pj_in);
+  ObjectReader r(pj, "");
+  r.allow("preset");
+  for (const auto& k : run_keys()) r.allow(k);
+  // The keys are read (and checked) in this order: the first error a config hits is the same
+  // from one version to the next.
+  PointText t;
+  read_model_and_layout(r, p);
+  read_backend(r, pj_in, pj, p);
+  read_request_options(r, p, t);
+  read_file_options(r, p, t);
+  read_dcp(r, p);
+  read_backend_sections(r, p);
+  read_lifecycle(r, p, t);
+  r.finish();
 
-namespace {
+  check_cross_keys(p);
+  check_backend(p, t.transfer);
+  p.resolved = resolved_point(p, t, pj);
+  return p;
+}
 
 bool matches_exclude(const json& params, const json& ex) {
   for (auto it = ex.begin(); it != ex.end(); ++it) {
@@ -558,25 +615,27 @@ bool matches_exclude(const json& params, const json& ex) {
   return true;
 }
 
-}  // namespace
+using SweepAxes = std::vector<std::pair<std::string, json>>;
 
-RunConfig parse_config(const json& doc) {
-  RunConfig rc;
-  ObjectReader r(doc, "");
-  for (const auto& k : point_keys()) r.allow(k);
+void read_verify(ObjectReader& r, RunConfig& rc) {
+  const json* v = r.raw("verify");
+  if (!v) return;
+  const bool ok_bool = v->is_boolean();
+  const std::string w = v->is_string() ? v->get<std::string>() : "";
+  if (!ok_bool && w != "inline" && w != "after" && w != "off")
+    throw ConfigError(
+        "'verify': expected true, false, \"inline\" (true: inside the timed "
+        "restore), \"after\" (after it, source \"shard\" only) or \"off\", got " +
+        (v->is_string() ? "\"" + text_excerpt(w) + "\"" : json_excerpt(*v, 80)));
+  rc.verify = ok_bool ? v->get<bool>() : w != "off";
+  rc.verify_after = w == "after";
+}
+
+// The run-level keys (all but sweep and exclude).
+void read_run_keys(ObjectReader& r, RunConfig& rc) {
   rc.target = r.str("target", "");
   rc.repetitions = static_cast<int>(r.integer("repetitions", 1, 1, 10000));
-  if (const json* v = r.raw("verify")) {
-    const bool ok_bool = v->is_boolean();
-    const std::string w = v->is_string() ? v->get<std::string>() : "";
-    if (!ok_bool && w != "inline" && w != "after" && w != "off")
-      throw ConfigError(
-          "'verify': expected true, false, \"inline\" (true: inside the timed "
-          "restore), \"after\" (after it, source \"shard\" only) or \"off\", got " +
-          (v->is_string() ? "\"" + text_excerpt(w) + "\"" : json_excerpt(*v, 80)));
-    rc.verify = ok_bool ? v->get<bool>() : w != "off";
-    rc.verify_after = w == "after";
-  }
+  read_verify(r, rc);
   rc.keep = r.boolean("keep", false);
   rc.strict = r.boolean("strict", false);
   rc.target_fs = r.str("target_fs", "");
@@ -586,77 +645,75 @@ RunConfig parse_config(const json& doc) {
   rc.name = r.str("name", "");
   rc.comment = r.str("comment", "");
   rc.limits = parse_plan_limits(r.raw("limits"));
-  const json* sweep = r.raw("sweep");
-  const json* exclude = r.raw("exclude");
-  r.finish();
+}
 
-  // Base point: the point-level keys of the document.
-  json base = json::object();
-  for (const auto& k : point_keys())
-    if (doc.contains(k)) base[k] = doc[k];
-
-  std::vector<std::pair<std::string, json>> axes;
-  if (sweep) {
-    if (!sweep->is_object())
-      throw ConfigError("'sweep': expected an object {key: [values...]}, got " +
-                        json_type_name(*sweep));
-    for (auto it = sweep->begin(); it != sweep->end(); ++it) {
-      std::string key = canonical_sweep_key(it.key());
-      if (!is_point_key(key)) {
-        std::string list;
-        for (const auto& k : point_keys()) list += (list.empty() ? "" : ", ") + k;
-        throw ConfigError(
-            "'sweep." + text_excerpt(it.key()) + "': not a sweepable key (allowed: " + list +
-            ", tp, pp, dp, zero_stage, or a dotted path such as io_uring.fixed_buffers)");
-      }
-      if (!it->is_array() || it->empty())
-        throw ConfigError("'sweep." + text_excerpt(it.key()) +
-                          "': expected a non-empty list of values, got " + json_excerpt(*it));
-      if (doc.contains(key.substr(0, key.find('.'))) && key.find('.') == std::string::npos)
-        throw ConfigError("'" + key + "' is given both at the top level and in 'sweep'; keep one");
-      axes.emplace_back(key, *it);
+SweepAxes sweep_axes(const json& doc, const json* sweep) {
+  SweepAxes axes;
+  if (!sweep) return axes;
+  if (!sweep->is_object())
+    throw ConfigError("'sweep': expected an object {key: [values...]}, got " +
+                      json_type_name(*sweep));
+  for (auto it = sweep->begin(); it != sweep->end(); ++it) {
+    std::string key = canonical_sweep_key(it.key());
+    if (!is_point_key(key)) {
+      std::string list;
+      for (const auto& k : point_keys()) list += (list.empty() ? "" : ", ") + k;
+      throw ConfigError(
+          "'sweep." + text_excerpt(it.key()) + "': not a sweepable key (allowed: " + list +
+          ", tp, pp, dp, zero_stage, or a dotted path such as io_uring.fixed_buffers)");
     }
+    if (!it->is_array() || it->empty())
+      throw ConfigError("'sweep." + text_excerpt(it.key()) +
+                        "': expected a non-empty list of values, got " + json_excerpt(*it));
+    if (doc.contains(key.substr(0, key.find('.'))) && key.find('.') == std::string::npos)
+      throw ConfigError("'" + key + "' is given both at the top level and in 'sweep'; keep one");
+    axes.emplace_back(key, *it);
   }
+  return axes;
+}
+
+void check_exclude(const json* exclude, const SweepAxes& axes) {
   if (exclude && !exclude->is_array())
     throw ConfigError("'exclude': expected a list of partial combinations, got " +
                       json_type_name(*exclude));
-  if (exclude) {
-    for (const auto& ex : *exclude) {
-      if (!ex.is_object())
-        throw ConfigError("'exclude': each entry must be an object of sweep keys, got " +
-                          json_excerpt(ex));
-      for (auto it = ex.begin(); it != ex.end(); ++it) {
-        std::string k = canonical_sweep_key(it.key());
-        bool found = false;
-        for (const auto& a : axes) found |= a.first == k;
-        if (!found)
-          throw ConfigError("'exclude': key '" + text_excerpt(it.key()) + "' is not a swept key");
-      }
+  if (!exclude) return;
+  for (const auto& ex : *exclude) {
+    if (!ex.is_object())
+      throw ConfigError("'exclude': each entry must be an object of sweep keys, got " +
+                        json_excerpt(ex));
+    for (auto it = ex.begin(); it != ex.end(); ++it) {
+      std::string k = canonical_sweep_key(it.key());
+      bool found = false;
+      for (const auto& a : axes) found |= a.first == k;
+      if (!found)
+        throw ConfigError("'exclude': key '" + text_excerpt(it.key()) + "' is not a swept key");
     }
   }
+}
 
-  // The number of points, before any is built: a short config can describe billions.
-  {
-    uint64_t n = 1;
-    for (const auto& a : axes) {
-      const uint64_t k = a.second.size();
-      n = n > kMaxSweepPoints / k ? kMaxSweepPoints + 1 : n * k;
-    }
-    if (n > kMaxSweepPoints) {
-      std::string dims;
-      long double exact = 1;
-      for (const auto& a : axes) {
-        dims += (dims.empty() ? "" : " x ") + std::to_string(a.second.size());
-        exact *= static_cast<long double>(a.second.size());
-      }
-      char count[64];
-      std::snprintf(count, sizeof count, "%.0Lf", exact);
-      throw ConfigError("'sweep': " + std::string(count) + " points (" + dims +
-                        ") before 'exclude'; at most " + std::to_string(kMaxSweepPoints) +
-                        " are allowed in one run: split the sweep over several configs");
-    }
+// The number of points, before any is built: a short config can describe billions.
+void check_sweep_size(const SweepAxes& axes) {
+  uint64_t n = 1;
+  for (const auto& a : axes) {
+    const uint64_t k = a.second.size();
+    n = n > kMaxSweepPoints / k ? kMaxSweepPoints + 1 : n * k;
   }
+  if (n <= kMaxSweepPoints) return;
+  std::string dims;
+  long double exact = 1;
+  for (const auto& a : axes) {
+    dims += (dims.empty() ? "" : " x ") + std::to_string(a.second.size());
+    exact *= static_cast<long double>(a.second.size());
+  }
+  char count[64];
+  std::snprintf(count, sizeof count, "%.0Lf", exact);
+  throw ConfigError("'sweep': " + std::string(count) + " points (" + dims +
+                    ") before 'exclude'; at most " + std::to_string(kMaxSweepPoints) +
+                    " are allowed in one run: split the sweep over several configs");
+}
 
+// Parses every point of the sweep that no exclude entry matches into rc.points.
+void expand_points(const json& base, const SweepAxes& axes, const json* exclude, RunConfig& rc) {
   // Cartesian product in a stable order: the first axis varies slowest.
   std::vector<size_t> idx(axes.size(), 0);
   while (true) {
@@ -693,19 +750,23 @@ RunConfig parse_config(const json& doc) {
     }
     if (axes.empty() || a == SIZE_MAX) break;
   }
-  if (rc.points.empty())
-    throw ConfigError("'exclude': every sweep point is excluded; nothing to run");
-  if (rc.verify_after)
-    for (const auto& pc : rc.points)
-      if (pc.source != SourceMode::shard)
-        throw ConfigError(
-            "'verify': \"after\" checks the restored bytes where they landed, in the rank's "
-            "memory, after the timed restore; that needs 'source': \"shard\" (with \"" +
-            source_name(pc.source) + "\" the buffers are reused while reading)" +
-            (pc.params.empty() ? std::string()
-                               : " [in sweep point " + json_excerpt(pc.params, 300) + "]") +
-            "; set verify to true (inline) or source to \"shard\"");
+}
 
+void check_verify_after(const RunConfig& rc) {
+  if (!rc.verify_after) return;
+  for (const auto& pc : rc.points)
+    if (pc.source != SourceMode::shard)
+      throw ConfigError(
+          "'verify': \"after\" checks the restored bytes where they landed, in the rank's "
+          "memory, after the timed restore; that needs 'source': \"shard\" (with \"" +
+          source_name(pc.source) + "\" the buffers are reused while reading)" +
+          (pc.params.empty() ? std::string()
+                             : " [in sweep point " + json_excerpt(pc.params, 300) + "]") +
+          "; set verify to true (inline) or source to \"shard\"");
+}
+
+// The first point's resolved keys, then the run-level keys.
+json resolved_run(const RunConfig& rc, const json* sweep, const json* exclude) {
   json res = rc.points.front().resolved;
   res["target"] = rc.target;
   res["repetitions"] = rc.repetitions;
@@ -721,7 +782,33 @@ RunConfig parse_config(const json& doc) {
   res["limits"] = plan_limits_json(rc.limits);
   if (sweep) res["sweep"] = *sweep;
   if (exclude) res["exclude"] = *exclude;
-  rc.resolved = res;
+  return res;
+}
+
+}  // namespace
+
+RunConfig parse_config(const json& doc) {
+  RunConfig rc;
+  ObjectReader r(doc, "");
+  for (const auto& k : point_keys()) r.allow(k);
+  read_run_keys(r, rc);
+  const json* sweep = r.raw("sweep");
+  const json* exclude = r.raw("exclude");
+  r.finish();
+
+  // Base point: the point-level keys of the document.
+  json base = json::object();
+  for (const auto& k : point_keys())
+    if (doc.contains(k)) base[k] = doc[k];
+
+  const SweepAxes axes = sweep_axes(doc, sweep);
+  check_exclude(exclude, axes);
+  check_sweep_size(axes);
+  expand_points(base, axes, exclude, rc);
+  if (rc.points.empty())
+    throw ConfigError("'exclude': every sweep point is excluded; nothing to run");
+  check_verify_after(rc);
+  rc.resolved = resolved_run(rc, sweep, exclude);
   return rc;
 }
 

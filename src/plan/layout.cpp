@@ -219,138 +219,161 @@ struct Builder {
     files.push_back(std::move(f));
   }
 
-  void build() {
+  // One file per tensor shard, in a directory per virtual rank.
+  void build_file_per_tensor() {
+    const int V = static_cast<int>(plan.shards.size());
+    for (int v = 0; v < V; v++) {
+      const auto& sh = plan.shards[v].shards;
+      if (sh.empty()) continue;
+      std::string dir = fmt("rank_%05ld", v);
+      dirs.insert(dir);
+      for (size_t i = 0; i < sh.size(); i++) {
+        GFile f;
+        // Piece by piece, as in shard_label (GCC 12 -Wrestrict false positive otherwise).
+        f.path = dir;
+        f.path += '/';
+        f.path += escape_file_name(in.model->tensors[sh[i].tensor].name);
+        f.path += '.';
+        f.path += state_kind_name(sh[i].kind);
+        if (sh[i].fragment) {
+          f.path += '.';
+          f.path += std::to_string(sh[i].elem_offset);
+        }
+        uint64_t cursor = 0;
+        append(f, cursor, v, {static_cast<int>(i)}, real_of(v));
+        if (!f.extents.empty()) files.push_back(std::move(f));
+      }
+    }
+  }
+
+  // Per virtual rank a model-states file (its weights) and an optimizer-states file.
+  void build_file_per_shard() {
     const int V = static_cast<int>(plan.shards.size());
     const auto& par = in.par;
     auto mp_of = [&](const RankCoord& c) { return c.tp + par.tp * c.pp; };
+    for (int v = 0; v < V; v++) {
+      const auto& rs = plan.shards[v];
+      std::vector<int> weights, optim;
+      for (size_t i = 0; i < rs.shards.size(); i++)
+        (rs.shards[i].kind == StateKind::weights ? weights : optim).push_back(static_cast<int>(i));
+      std::string mp = fmt("mp_rank_%02ld", mp_of(rs.coord));
+      std::string prefix = in.state.weight_dtype == DType::bf16 ? "bf16_" : "";
+      if (!weights.empty()) {
+        GFile f;
+        f.path = par.zero_stage == 3
+                     ? prefix + fmt("zero_pp_rank_%ld_", rs.coord.dp) + mp + "_model_states.pt"
+                     : mp + "_model_states.pt";
+        uint64_t cursor = 0;
+        append(f, cursor, v, weights, real_of(v));
+        if (!f.extents.empty()) files.push_back(std::move(f));
+      }
+      if (!optim.empty()) {
+        GFile f;
+        f.path = prefix + fmt("zero_pp_rank_%ld_", rs.coord.dp) + mp + "_optim_states.pt";
+        uint64_t cursor = 0;
+        append(f, cursor, v, optim, real_of(v));
+        if (!f.extents.empty()) files.push_back(std::move(f));
+      }
+    }
+  }
+
+  // aggregated-rank and shared-file: ranks_per_file consecutive virtual ranks per file.
+  void build_rank_groups() {
+    const int V = static_cast<int>(plan.shards.size());
+    int k = in.layout.ranks_per_file;
+    if (k <= 0) k = in.layout.kind == LayoutKind::shared_file ? V : 1;
+    for (int g = 0; g * k < V; g++) {
+      std::vector<int> vr;
+      for (int v = g * k; v < std::min(V, (g + 1) * k); v++)
+        if (!plan.shards[v].shards.empty()) vr.push_back(v);
+      if (vr.empty()) continue;
+      std::string path = k == V && in.layout.kind == LayoutKind::shared_file
+                             ? std::string("checkpoint.ckpt")
+                         : k == 1 ? fmt("rank_%05ld.ckpt", g)
+                                  : fmt("group_%05ld.ckpt", g);
+      group_file(path, vr, -1);
+    }
+  }
+
+  // The layouts of real frameworks: their files as framework_files lays them out.
+  void build_framework() {
+    FwStructure fw = framework_files(in, plan.shards);
+    for (auto& d : fw.dirs) dirs.insert(d);
+    for (const auto& ff : fw.files) {
+      GFile f;
+      f.path = ff.path;
+      f.commit = ff.commit;
+      uint64_t cursor = 0;
+      const int writer = real_of(ff.writer);
+      for (const auto& it : ff.items) append(f, cursor, it.vrank, {it.shard}, writer);
+      if (ff.meta_bytes > 0) add_meta(f, cursor, ff.meta_bytes, writer);
+      // The torch.save files of these frameworks: those holding tensors (not latest,
+      // zero_to_fp32.py or DCP's files); their meta bytes less torch.save's own estimate
+      // are the pickled trainer state.
+      const bool ts = in.layout.kind == LayoutKind::deepspeed ||
+                      in.layout.kind == LayoutKind::megatron || in.layout.kind == LayoutKind::dlio;
+      if (ts && !ff.items.empty()) {
+        f.torch_save = true;
+        const uint64_t own = torch_save_meta(ff.items.size());
+        f.objects = ff.meta_bytes > own ? ff.meta_bytes - own : 0;
+      }
+      if (!f.extents.empty()) files.push_back(std::move(f));
+    }
+  }
+
+  // aggregated-node: one file per node, written by its lowest rank (the leader).
+  void build_node_files() {
+    const int V = static_cast<int>(plan.shards.size());
+    if (static_cast<int>(in.node_of_rank.size()) != in.real_world)
+      throw ConfigError("layout 'aggregated-node' needs the node of every rank");
+    int nodes = 0;
+    for (int n : in.node_of_rank) nodes = std::max(nodes, n + 1);
+    for (int n = 0; n < nodes; n++) {
+      int leader = -1;
+      for (int r = 0; r < in.real_world; r++)
+        if (in.node_of_rank[r] == n) {
+          leader = r;
+          break;
+        }
+      if (leader < 0) continue;
+      // Virtual ranks replayed by the node's real ranks, in rank order.
+      std::vector<int> vr;
+      for (int v = 0; v < V; v++)
+        if (in.node_of_rank[real_of(v)] == n && !plan.shards[v].shards.empty()) vr.push_back(v);
+      if (vr.empty()) continue;
+      GFile f;
+      f.path = fmt("node_%04ld.ckpt", n);
+      uint64_t cursor = 0;
+      for (int v : vr) append(f, cursor, v, all_items(v), real_of(v));
+      add_index(f, cursor, leader);
+      files.push_back(std::move(f));
+      node_leader_[files.size() - 1] = leader;
+    }
+  }
+
+  void build() {
     switch (in.layout.kind) {
       case LayoutKind::file_per_tensor:
-        for (int v = 0; v < V; v++) {
-          const auto& sh = plan.shards[v].shards;
-          if (sh.empty()) continue;
-          std::string dir = fmt("rank_%05ld", v);
-          dirs.insert(dir);
-          for (size_t i = 0; i < sh.size(); i++) {
-            GFile f;
-            // Piece by piece, as in shard_label (GCC 12 -Wrestrict false positive otherwise).
-            f.path = dir;
-            f.path += '/';
-            f.path += escape_file_name(in.model->tensors[sh[i].tensor].name);
-            f.path += '.';
-            f.path += state_kind_name(sh[i].kind);
-            if (sh[i].fragment) {
-              f.path += '.';
-              f.path += std::to_string(sh[i].elem_offset);
-            }
-            uint64_t cursor = 0;
-            append(f, cursor, v, {static_cast<int>(i)}, real_of(v));
-            if (!f.extents.empty()) files.push_back(std::move(f));
-          }
-        }
+        build_file_per_tensor();
         break;
       case LayoutKind::file_per_shard:
-        for (int v = 0; v < V; v++) {
-          const auto& rs = plan.shards[v];
-          std::vector<int> weights, optim;
-          for (size_t i = 0; i < rs.shards.size(); i++)
-            (rs.shards[i].kind == StateKind::weights ? weights : optim)
-                .push_back(static_cast<int>(i));
-          std::string mp = fmt("mp_rank_%02ld", mp_of(rs.coord));
-          std::string prefix = in.state.weight_dtype == DType::bf16 ? "bf16_" : "";
-          if (!weights.empty()) {
-            GFile f;
-            f.path = par.zero_stage == 3
-                         ? prefix + fmt("zero_pp_rank_%ld_", rs.coord.dp) + mp + "_model_states.pt"
-                         : mp + "_model_states.pt";
-            uint64_t cursor = 0;
-            append(f, cursor, v, weights, real_of(v));
-            if (!f.extents.empty()) files.push_back(std::move(f));
-          }
-          if (!optim.empty()) {
-            GFile f;
-            f.path = prefix + fmt("zero_pp_rank_%ld_", rs.coord.dp) + mp + "_optim_states.pt";
-            uint64_t cursor = 0;
-            append(f, cursor, v, optim, real_of(v));
-            if (!f.extents.empty()) files.push_back(std::move(f));
-          }
-        }
+        build_file_per_shard();
         break;
       case LayoutKind::aggregated_rank:
-      case LayoutKind::shared_file: {
-        int k = in.layout.ranks_per_file;
-        if (k <= 0) k = in.layout.kind == LayoutKind::shared_file ? V : 1;
-        for (int g = 0; g * k < V; g++) {
-          std::vector<int> vr;
-          for (int v = g * k; v < std::min(V, (g + 1) * k); v++)
-            if (!plan.shards[v].shards.empty()) vr.push_back(v);
-          if (vr.empty()) continue;
-          std::string path = k == V && in.layout.kind == LayoutKind::shared_file
-                                 ? std::string("checkpoint.ckpt")
-                             : k == 1 ? fmt("rank_%05ld.ckpt", g)
-                                      : fmt("group_%05ld.ckpt", g);
-          group_file(path, vr, -1);
-        }
+      case LayoutKind::shared_file:
+        build_rank_groups();
         break;
-      }
       case LayoutKind::deepspeed:
       case LayoutKind::megatron:
       case LayoutKind::megatron_dist:
       case LayoutKind::torch_dcp:
       case LayoutKind::torchsnapshot:
-      case LayoutKind::dlio: {
-        FwStructure fw = framework_files(in, plan.shards);
-        for (auto& d : fw.dirs) dirs.insert(d);
-        for (const auto& ff : fw.files) {
-          GFile f;
-          f.path = ff.path;
-          f.commit = ff.commit;
-          uint64_t cursor = 0;
-          const int writer = real_of(ff.writer);
-          for (const auto& it : ff.items) append(f, cursor, it.vrank, {it.shard}, writer);
-          if (ff.meta_bytes > 0) add_meta(f, cursor, ff.meta_bytes, writer);
-          // The torch.save files of these frameworks: those holding tensors (not latest,
-          // zero_to_fp32.py or DCP's files); their meta bytes less torch.save's own estimate
-          // are the pickled trainer state.
-          const bool ts = in.layout.kind == LayoutKind::deepspeed ||
-                          in.layout.kind == LayoutKind::megatron ||
-                          in.layout.kind == LayoutKind::dlio;
-          if (ts && !ff.items.empty()) {
-            f.torch_save = true;
-            const uint64_t own = torch_save_meta(ff.items.size());
-            f.objects = ff.meta_bytes > own ? ff.meta_bytes - own : 0;
-          }
-          if (!f.extents.empty()) files.push_back(std::move(f));
-        }
+      case LayoutKind::dlio:
+        build_framework();
         break;
-      }
-      case LayoutKind::aggregated_node: {
-        if (static_cast<int>(in.node_of_rank.size()) != in.real_world)
-          throw ConfigError("layout 'aggregated-node' needs the node of every rank");
-        int nodes = 0;
-        for (int n : in.node_of_rank) nodes = std::max(nodes, n + 1);
-        for (int n = 0; n < nodes; n++) {
-          int leader = -1;
-          for (int r = 0; r < in.real_world; r++)
-            if (in.node_of_rank[r] == n) {
-              leader = r;
-              break;
-            }
-          if (leader < 0) continue;
-          // Virtual ranks replayed by the node's real ranks, in rank order.
-          std::vector<int> vr;
-          for (int v = 0; v < V; v++)
-            if (in.node_of_rank[real_of(v)] == n && !plan.shards[v].shards.empty()) vr.push_back(v);
-          if (vr.empty()) continue;
-          GFile f;
-          f.path = fmt("node_%04ld.ckpt", n);
-          uint64_t cursor = 0;
-          for (int v : vr) append(f, cursor, v, all_items(v), real_of(v));
-          add_index(f, cursor, leader);
-          files.push_back(std::move(f));
-          node_leader_[files.size() - 1] = leader;
-        }
+      case LayoutKind::aggregated_node:
+        build_node_files();
         break;
-      }
     }
   }
 

@@ -189,14 +189,10 @@ bool deepspeed_found(const DirFiles& files) {
 
 int to_int(const std::string& s) { return s.size() > 6 ? 1 << 30 : std::stoi(s); }
 
-// Every rank (mp = rank % MP, dp = rank / MP; tensor-parallel ranks adjacent, as Megatron and
-// DeepSpeed lay them out) reads its model file - mp_rank_{mp}_model_states.pt, which every
-// data-parallel rank of that mp reads, or under ZeRO-3 zero_pp_rank_{dp}_mp_rank_{mp}_model_states
-// .pt - then its own ZeRO optimizer partition (_get_all_zero_checkpoint_state_dicts loads only the
-// rank's own file unless elastic checkpointing is on). DeepSpeed refuses another data-parallel size
-// for ZeRO optimizer state, so such a directory needs exactly DP x MP ranks.
-ReadDirAssignment deepspeed_rule(const DirFiles& files, int world,
-                                 const std::function<std::string(const std::string&)>& read) {
+// The DeepSpeed tag directory to read: the one with DeepSpeed files, or with several, the one
+// `latest` (in their common parent) names.
+std::string deepspeed_tag(const DirFiles& files,
+                          const std::function<std::string(const std::string&)>& read) {
   std::set<std::string> tags;
   for (const auto& f : files) {
     const std::string b = base_of(f.first);
@@ -205,35 +201,43 @@ ReadDirAssignment deepspeed_rule(const DirFiles& files, int world,
       tags.insert(dir_of(f.first));
   }
   std::string tag = *tags.begin();
-  if (tags.size() > 1) {
-    // Several tags: the loader reads the one `latest` names (in their common parent).
-    const std::string parent = dir_of(tag);
-    const std::string latest = join(parent, "latest");
-    const Index idx(files);
-    const auto at = idx.find(latest);
-    if (!at)
-      throw NotApplicable{"several DeepSpeed tags (" + *tags.begin() + ", " + *tags.rbegin() +
-                          ") and no 'latest' file naming one: give the tag directory"};
-    // DeepSpeed writes the tag name alone (a directory name): at most 255 bytes are read, and
-    // only a name of one path component is used; nothing else of the file reaches the report.
-    constexpr uint64_t kMaxTag = 255;
-    if (files[*at].second > kMaxTag + 2)
-      throw NotApplicable{latest + " is " + std::to_string(files[*at].second) +
-                          " bytes, not a tag name (DeepSpeed writes one directory name, at most " +
-                          std::to_string(kMaxTag) + " bytes): give the tag directory"};
-    std::string t = read(latest);
-    while (!t.empty() && (t.back() == '\n' || t.back() == ' ' || t.back() == '\r')) t.pop_back();
-    if (t.empty() || t.size() > kMaxTag || t.find('/') != std::string::npos ||
-        t.find('\0') != std::string::npos || t == "." || t == "..")
-      throw NotApplicable{latest + " holds no tag name (" + std::to_string(t.size()) +
-                          " bytes, not one directory name): give the tag directory"};
-    tag = join(parent, t);
-    if (!tags.contains(tag))
-      throw NotApplicable{latest + " names tag '" + text_excerpt(t, 100) +
-                          "', which has no DeepSpeed files here"};
-  }
+  if (tags.size() <= 1) return tag;
+  // Several tags: the loader reads the one `latest` names (in their common parent).
+  const std::string parent = dir_of(tag);
+  const std::string latest = join(parent, "latest");
+  const Index idx(files);
+  const auto at = idx.find(latest);
+  if (!at)
+    throw NotApplicable{"several DeepSpeed tags (" + *tags.begin() + ", " + *tags.rbegin() +
+                        ") and no 'latest' file naming one: give the tag directory"};
+  // DeepSpeed writes the tag name alone (a directory name): at most 255 bytes are read, and
+  // only a name of one path component is used; nothing else of the file reaches the report.
+  constexpr uint64_t kMaxTag = 255;
+  if (files[*at].second > kMaxTag + 2)
+    throw NotApplicable{latest + " is " + std::to_string(files[*at].second) +
+                        " bytes, not a tag name (DeepSpeed writes one directory name, at most " +
+                        std::to_string(kMaxTag) + " bytes): give the tag directory"};
+  std::string t = read(latest);
+  while (!t.empty() && (t.back() == '\n' || t.back() == ' ' || t.back() == '\r')) t.pop_back();
+  if (t.empty() || t.size() > kMaxTag || t.find('/') != std::string::npos ||
+      t.find('\0') != std::string::npos || t == "." || t == "..")
+    throw NotApplicable{latest + " holds no tag name (" + std::to_string(t.size()) +
+                        " bytes, not one directory name): give the tag directory"};
+  tag = join(parent, t);
+  if (!tags.contains(tag))
+    throw NotApplicable{latest + " names tag '" + text_excerpt(t, 100) +
+                        "', which has no DeepSpeed files here"};
+  return tag;
+}
+
+// The files of one DeepSpeed tag, by the rank that saved them (indices into the DirFiles).
+struct DsTagFiles {
   std::map<int, size_t> model;                           // mp -> file
   std::map<std::pair<int, int>, size_t> z3model, optim;  // (dp, mp) -> file
+};
+
+DsTagFiles deepspeed_tag_files(const DirFiles& files, const std::string& tag) {
+  DsTagFiles t;
   std::map<std::pair<int, int>, bool> optim_bf16;
   for (size_t i = 0; i < files.size(); i++) {
     if (dir_of(files[i].first) != tag) continue;
@@ -243,50 +247,79 @@ ReadDirAssignment deepspeed_rule(const DirFiles& files, int world,
       throw NotApplicable{"DeepSpeed pipeline layer files (" + b +
                           "): which stage loads each layer is not in the directory"};
     if (std::regex_match(b, m, kDsZ3Model)) {
-      z3model[{to_int(m[1]), to_int(m[2])}] = i;
+      t.z3model[{to_int(m[1]), to_int(m[2])}] = i;
     } else if (std::regex_match(b, m, kDsOptim)) {
       const std::pair<int, int> k{to_int(m[2]), to_int(m[3])};
       const bool bf16 = m[1].matched;
       // Both kinds for one rank: the bf16_ file, as a bf16 engine tries first.
-      if (!optim.contains(k) || bf16) optim[k] = i, optim_bf16[k] = bf16;
+      if (!t.optim.contains(k) || bf16) t.optim[k] = i, optim_bf16[k] = bf16;
     } else if (std::regex_match(b, m, kDsModel)) {
-      model[to_int(m[1])] = i;
+      t.model[to_int(m[1])] = i;
     } else if (std::regex_match(b, kDsExpert)) {
       throw NotApplicable{"DeepSpeed MoE expert files (" + b +
                           "): expert-parallel loading is not modelled"};
     }
   }
+  return t;
+}
+
+// The parallelism a DeepSpeed tag was saved with.
+struct DsShape {
+  bool z3 = false;    // ZeRO-3: per-rank model files
+  bool zero = false;  // ZeRO optimizer partitions
+  int MP = 0, DP = 0;
+};
+
+// The tag's shape, checked against the job's world: a ZeRO checkpoint loads on its own
+// data-parallel size only, one without on a multiple of its model-parallel size.
+DsShape deepspeed_shape(const DsTagFiles& t, const std::string& tag, int world) {
   auto contiguous = [](const std::set<int>& s) {
     return !s.empty() && *s.begin() == 0 && *s.rbegin() == static_cast<int>(s.size()) - 1;
   };
-  const bool z3 = !z3model.empty();
+  DsShape s;
+  s.z3 = !t.z3model.empty();
   std::set<int> mps, dps;
-  for (const auto& [k, i] : z3 ? z3model : optim) dps.insert(k.first), mps.insert(k.second);
-  if (!z3)
-    for (const auto& [mp, i] : model) mps.insert(mp);
+  for (const auto& [k, i] : s.z3 ? t.z3model : t.optim) dps.insert(k.first), mps.insert(k.second);
+  if (!s.z3)
+    for (const auto& [mp, i] : t.model) mps.insert(mp);
   if (!contiguous(mps))
     throw NotApplicable{"DeepSpeed model-parallel ranks in " + shown(tag) + " are not 0.." +
                         std::to_string(mps.size() - 1)};
-  const int MP = static_cast<int>(mps.size());
-  const bool zero = z3 || !optim.empty();
-  int DP = 0;
-  if (zero) {
+  s.MP = static_cast<int>(mps.size());
+  s.zero = s.z3 || !t.optim.empty();
+  if (s.zero) {
     if (!contiguous(dps))
       throw NotApplicable{"DeepSpeed ZeRO data-parallel ranks in " + shown(tag) + " are not 0.." +
                           std::to_string(dps.size() - 1)};
-    DP = static_cast<int>(dps.size());
-    if (world != DP * MP)
+    s.DP = static_cast<int>(dps.size());
+    if (world != s.DP * s.MP)
       throw NotApplicable{"the DeepSpeed checkpoint " + shown(tag) + " was saved by " +
-                          std::to_string(DP * MP) + " ranks (data-parallel " + std::to_string(DP) +
-                          " x model-parallel " + std::to_string(MP) +
+                          std::to_string(s.DP * s.MP) + " ranks (data-parallel " +
+                          std::to_string(s.DP) + " x model-parallel " + std::to_string(s.MP) +
                           ") and DeepSpeed loads ZeRO optimizer state only on the same "
                           "data-parallel size: run on " +
-                          std::to_string(DP * MP) + " ranks"};
-  } else if (world % MP != 0) {
-    throw NotApplicable{"the DeepSpeed checkpoint " + shown(tag) + " has " + std::to_string(MP) +
-                        " model-parallel ranks: run on a multiple of " + std::to_string(MP) +
+                          std::to_string(s.DP * s.MP) + " ranks"};
+  } else if (world % s.MP != 0) {
+    throw NotApplicable{"the DeepSpeed checkpoint " + shown(tag) + " has " + std::to_string(s.MP) +
+                        " model-parallel ranks: run on a multiple of " + std::to_string(s.MP) +
                         " ranks"};
   }
+  return s;
+}
+
+// Every rank (mp = rank % MP, dp = rank / MP; tensor-parallel ranks adjacent, as Megatron and
+// DeepSpeed lay them out) reads its model file - mp_rank_{mp}_model_states.pt, which every
+// data-parallel rank of that mp reads, or under ZeRO-3 zero_pp_rank_{dp}_mp_rank_{mp}_model_states
+// .pt - then its own ZeRO optimizer partition (_get_all_zero_checkpoint_state_dicts loads only the
+// rank's own file unless elastic checkpointing is on). DeepSpeed refuses another data-parallel size
+// for ZeRO optimizer state, so such a directory needs exactly DP x MP ranks.
+ReadDirAssignment deepspeed_rule(const DirFiles& files, int world,
+                                 const std::function<std::string(const std::string&)>& read) {
+  const std::string tag = deepspeed_tag(files, read);
+  const DsTagFiles t = deepspeed_tag_files(files, tag);
+  const DsShape s = deepspeed_shape(t, tag, world);
+  const int MP = s.MP, DP = s.DP;
+  const bool z3 = s.z3, zero = s.zero;
   ReadDirAssignment a;
   a.rule = "deepspeed";
   a.reads.resize(static_cast<size_t>(world));
@@ -301,10 +334,10 @@ ReadDirAssignment deepspeed_rule(const DirFiles& files, int world,
     const std::string zr = "zero_pp_rank_" + std::to_string(dp) + "_mp_rank_" + std::to_string(mp);
     auto& mine = a.reads[static_cast<size_t>(r)];
     if (z3)
-      mine.push_back(take(z3model, std::pair{dp, mp}, zr + "_model_states.pt"));
+      mine.push_back(take(t.z3model, std::pair{dp, mp}, zr + "_model_states.pt"));
     else
-      mine.push_back(take(model, mp, "mp_rank_" + std::to_string(mp) + "_model_states.pt"));
-    if (zero) mine.push_back(take(optim, std::pair{dp, mp}, zr + "_optim_states.pt"));
+      mine.push_back(take(t.model, mp, "mp_rank_" + std::to_string(mp) + "_model_states.pt"));
+    if (zero) mine.push_back(take(t.optim, std::pair{dp, mp}, zr + "_optim_states.pt"));
   }
   a.description =
       "DeepSpeed load_checkpoint of tag " + shown(tag) + " (model-parallel " + std::to_string(MP) +

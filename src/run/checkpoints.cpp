@@ -74,6 +74,148 @@ std::string step_tag(int k) {  // k: 0-based checkpoint
   return "global_step" + std::to_string(100 * (k + 1));
 }
 
+// Per point, once: staging memory (async) and the compute load; then the compute phase alone
+// (every rank at once, no flush), the baseline of the slowdown. Returns that baseline (0: none).
+double prepare_lifecycle(RunState& rs, PointRun& pt, const RankIo& mine, const std::string& where) {
+  const PointConfig& pc = pt.pc;
+  if (pc.save_mode == SaveMode::async && !pt.staging) {
+    const uint64_t staged = staged_bytes(mine);
+    uint64_t want =
+        pc.staging_bytes != 0 ? pc.staging_bytes : staging_default(staged, local_ranks(rs.comm));
+    want = std::min(want, staged);
+    auto [o, m] = attempt(rs.rank, [&] { pt.staging = std::make_unique<StagingMemory>(want); });
+    rs.agree(o, m, 0);
+  }
+  if (pc.compute_s > 0 && !pt.compute)
+    pt.compute = std::make_unique<ComputeLoad>(pc.compute_kind, pc.compute_s);
+  if (!pt.compute) return 0;
+  guarded_barrier(rs.comm, rs.agree.stall, "at the barrier before the compute baseline" + where);
+  return pt.compute->calibrate();
+}
+
+// One save of the lifecycle and the compute beside or after it, on this rank's clock.
+struct TimedSave {
+  PhaseResult save;
+  double unblocked = 0;  // when training may go on (async: the snapshot's end)
+  double compute_s = 0, compute_end = 0;
+};
+
+TimedSave save_checkpoint(RunState& rs, PointRun& pt, int rep, const RankIo& mine,
+                          const std::string& ck_dir, int dirfd, RankDataPath& dp, double t0) {
+  TimedSave ts;
+  ts.unblocked = ts.compute_end = t0;
+  if (pt.pc.save_mode == SaveMode::async) {
+    StagedDataPath staged(dp, *pt.pattern, mine, *pt.staging);
+    auto unblock = [&] {
+      ts.unblocked = now_s();
+      if (pt.compute) pt.compute->start();
+    };
+    staged.on_unblock(unblock);
+    bool last = false;
+    auto [o, m] = attempt(rs.rank, [&] { last = staged.snapshot(); });
+    if (last) unblock();
+    rs.agree(o, m, 0);  // a failed snapshot stops every rank (the compute thread is joined by
+                        // ~ComputeLoad)
+    ts.save = run_phase(rs, pt, Phase::save, mine, ck_dir, dirfd, dp, rep, &staged);
+    if (pt.compute) {
+      ts.compute_s = pt.compute->join();
+      ts.compute_end = pt.compute->end_s();
+    }
+    return ts;
+  }
+  ts.save = run_phase(rs, pt, Phase::save, mine, ck_dir, dirfd, dp, rep);
+  ts.unblocked = ts.save.rank_end_s;
+  if (pt.compute) {
+    auto [o, m] = attempt(rs.rank, [&] { pt.compute->start(); });
+    rs.agree(o, m, 0);
+    ts.compute_s = pt.compute->join();
+    ts.compute_end = pt.compute->end_s();
+  }
+  return ts;
+}
+
+struct Deleted {
+  int k;
+  double elapsed_s;
+};
+
+// Checkpoint k is durable on every rank (run_phase ended with a barrier): rank 0 points `latest`
+// at it, then deletes the checkpoint keep_last retires. Times in latest_s and delete_s (rank 0).
+void retire_checkpoints(RunState& rs, const PointConfig& pc, int k, DirFd& rep_fd,
+                        const std::string& rep_dir, const std::string& tag,
+                        std::vector<Deleted>& deleted, double& latest_s, double& delete_s) {
+  auto [o, m] = attempt(rs.rank, [&] {
+    if (rs.rank != 0) return;
+    const double a = now_s();
+    write_latest(rep_fd.get(), rep_dir, tag);
+    latest_s = now_s() - a;
+    if (pc.keep_last > 0 && k >= pc.keep_last) {
+      const int old = k - pc.keep_last;
+      const double b = now_s();
+      remove_tree(rep_dir + "/" + step_tag(old), rs.run_dir);
+      delete_s = now_s() - b;
+      deleted.push_back({old, delete_s});
+    }
+  });
+  rs.agree(o, m, 0);
+}
+
+// What rank 0 alone knows of checkpoint k: `latest` and the deletion it made.
+void add_retention(json& cj, const PointConfig& pc, const IoPlan& plan, int k, double latest_s,
+                   double delete_s) {
+  cj["latest_write_s"] = latest_s;
+  if (pc.keep_last > 0 && k >= pc.keep_last)
+    cj["deleted"] = {
+        {"dir", step_tag(k - pc.keep_last)},
+        {"elapsed_s", delete_s},
+        {"files", plan.stats.files},
+        {"dirs", plan.stats.dirs + 1},
+        {"bytes", plan.stats.file_bytes},
+        {"entries_per_s",
+         delete_s > 0 ? static_cast<double>(plan.stats.files + plan.stats.dirs + 1) / delete_s
+                      : 0.0}};
+}
+
+// The report's `lifecycle` section of one repetition (collective: the statistics across ranks).
+json lifecycle_json(RunState& rs, PointRun& pt, const RankIo& mine, const json& ckpts,
+                    const std::vector<Deleted>& deleted, double blocked_total, double training,
+                    double alone_s, const std::string& where) {
+  const PointConfig& pc = pt.pc;
+  const int N = pc.checkpoints;
+  const bool async = pc.save_mode == SaveMode::async;
+  auto r =
+      across_ranks(rs, {blocked_total, training, alone_s}, "at the lifecycle statistics" + where);
+  json lj = {{"save_mode", async ? "async" : "sync"},
+             {"checkpoints", ckpts},
+             {"blocked_s_total", r[0].to_json()},
+             {"training_s", r[1].to_json()}};
+  if (async)
+    lj["staging"] = {{"bytes", pt.staging->size()},
+                     {"staged_bytes", staged_bytes(mine)},
+                     {"note",
+                      "per rank (rank 0's); the state is staged in windows of this "
+                      "size when it is larger"}};
+  if (pt.compute) {
+    lj["compute"] = {{"kind", pc.compute_kind == ComputeKind::sleep ? "sleep" : "cpu"},
+                     {"target_s", pc.compute_s},
+                     {"alone_s", r[2].to_json()}};
+    // Training time with checkpoints over training time without them.
+    const double base = r[2].mean * N;
+    if (base > 0) lj["overhead_fraction"] = r[1].max / base - 1.0;
+  }
+  if (N > 1) {
+    lj["keep_last"] = pc.keep_last;
+    lj["latest"] = step_tag(N - 1);
+    double del = 0;
+    for (const auto& d : deleted) del += d.elapsed_s;
+    if (rs.rank == 0)
+      lj["retention"] = {{"deleted", deleted.size()},
+                         {"elapsed_s", del},
+                         {"kept", N - static_cast<int>(deleted.size())}};
+  }
+  return lj;
+}
+
 }  // namespace
 
 NewestCheckpoint run_saves(RunState& rs, PointRun& pt, int rep, const std::string& rep_dir,
@@ -86,34 +228,12 @@ NewestCheckpoint run_saves(RunState& rs, PointRun& pt, int rep, const std::strin
   const bool lifecycle = N > 1 || async || pc.compute_s > 0;
   const std::string where =
       " of point " + std::to_string(pt.index) + " repetition " + std::to_string(rep + 1);
-
-  // Per point, once: staging memory (async) and the compute load.
-  if (async && !pt.staging) {
-    const uint64_t staged = staged_bytes(mine);
-    uint64_t want =
-        pc.staging_bytes != 0 ? pc.staging_bytes : staging_default(staged, local_ranks(rs.comm));
-    want = std::min(want, staged);
-    auto [o, m] = attempt(rs.rank, [&] { pt.staging = std::make_unique<StagingMemory>(want); });
-    rs.agree(o, m, 0);
-  }
-  if (pc.compute_s > 0 && !pt.compute)
-    pt.compute = std::make_unique<ComputeLoad>(pc.compute_kind, pc.compute_s);
-
-  // The compute phase alone (every rank at once, no flush): the baseline of the slowdown.
-  double alone_s = 0;
-  if (pt.compute) {
-    guarded_barrier(rs.comm, rs.agree.stall, "at the barrier before the compute baseline" + where);
-    alone_s = pt.compute->calibrate();
-  }
+  const double alone_s = prepare_lifecycle(rs, pt, mine, where);
 
   NewestCheckpoint out;
   json ckpts = json::array();
   double blocked_total = 0;
   double train_t0 = 0;
-  struct Deleted {
-    int k;
-    double elapsed_s;
-  };
   std::vector<Deleted> deleted;
   for (int k = 0; k < N; k++) {
     const std::string tag = N > 1 ? step_tag(k) : std::string();
@@ -128,67 +248,23 @@ NewestCheckpoint run_saves(RunState& rs, PointRun& pt, int rep, const std::strin
     MPI_Barrier(rs.comm);
     const double t0 = now_s();
     if (k == 0) train_t0 = t0;
-    double unblocked = t0, compute_s = 0, compute_end = t0;
-    PhaseResult save;
-    if (async) {
-      StagedDataPath staged(dp, *pt.pattern, mine, *pt.staging);
-      auto unblock = [&] {
-        unblocked = now_s();
-        if (pt.compute) pt.compute->start();
-      };
-      staged.on_unblock(unblock);
-      bool last = false;
-      auto [o, m] = attempt(rs.rank, [&] { last = staged.snapshot(); });
-      if (last) unblock();
-      rs.agree(o, m, 0);  // a failed snapshot stops every rank (the compute thread is joined by
-                          // ~ComputeLoad)
-      save = run_phase(rs, pt, Phase::save, mine, ck_dir, dirfd, dp, rep, &staged);
-      if (pt.compute) {
-        compute_s = pt.compute->join();
-        compute_end = pt.compute->end_s();
-      }
-    } else {
-      save = run_phase(rs, pt, Phase::save, mine, ck_dir, dirfd, dp, rep);
-      unblocked = save.rank_end_s;
-      if (pt.compute) {
-        auto [o, m] = attempt(rs.rank, [&] { pt.compute->start(); });
-        rs.agree(o, m, 0);
-        compute_s = pt.compute->join();
-        compute_end = pt.compute->end_s();
-      }
-    }
+    TimedSave ts = save_checkpoint(rs, pt, rep, mine, ck_dir, dirfd, dp, t0);
+    PhaseResult& save = ts.save;
     const double durable = save.rank_end_s - t0;
-    const double snapshot = unblocked - t0;
+    const double snapshot = ts.unblocked - t0;
     // async: what of the flush outlasted the compute after the snapshot (training waits for it
     // before the next checkpoint); sync: nothing beyond the save itself.
     const double wait =
-        async ? std::max(0.0, save.rank_end_s - (pt.compute ? compute_end : unblocked)) : 0.0;
+        async ? std::max(0.0, save.rank_end_s - (pt.compute ? ts.compute_end : ts.unblocked)) : 0.0;
     const double blocked = async ? snapshot + wait : durable;
     blocked_total += blocked;
 
-    // The checkpoint is durable on every rank (run_phase ended with a barrier): `latest`, then
-    // retention.
     double latest_s = 0, delete_s = 0;
-    if (N > 1) {
-      auto [o, m] = attempt(rs.rank, [&] {
-        if (rs.rank != 0) return;
-        const double a = now_s();
-        write_latest(rep_fd.get(), rep_dir, tag);
-        latest_s = now_s() - a;
-        if (pc.keep_last > 0 && k >= pc.keep_last) {
-          const int old = k - pc.keep_last;
-          const double b = now_s();
-          remove_tree(rep_dir + "/" + step_tag(old), rs.run_dir);
-          delete_s = now_s() - b;
-          deleted.push_back({old, delete_s});
-        }
-      });
-      rs.agree(o, m, 0);
-    }
+    if (N > 1) retire_checkpoints(rs, pc, k, rep_fd, rep_dir, tag, deleted, latest_s, delete_s);
 
     auto r = across_ranks(rs,
                           {blocked, snapshot, wait, durable, save.rank_end_s - save.rank_start_s,
-                           compute_s, alone_s > 0 ? compute_s / alone_s - 1.0 : 0.0},
+                           ts.compute_s, alone_s > 0 ? ts.compute_s / alone_s - 1.0 : 0.0},
                           "at the checkpoint statistics" + where);
     json cj = {{"checkpoint", k + 1},          {"blocked_s", r[0].to_json()},
                {"snapshot_s", r[1].to_json()}, {"flush_wait_s", r[2].to_json()},
@@ -202,19 +278,7 @@ NewestCheckpoint run_saves(RunState& rs, PointRun& pt, int rep, const std::strin
       cj["compute_s"] = r[5].to_json();
       cj["compute_slowdown"] = r[6].to_json();
     }
-    if (rs.rank == 0 && N > 1) {
-      cj["latest_write_s"] = latest_s;
-      if (N > 1 && pc.keep_last > 0 && k >= pc.keep_last)
-        cj["deleted"] = {
-            {"dir", step_tag(k - pc.keep_last)},
-            {"elapsed_s", delete_s},
-            {"files", plan.stats.files},
-            {"dirs", plan.stats.dirs + 1},
-            {"bytes", plan.stats.file_bytes},
-            {"entries_per_s",
-             delete_s > 0 ? static_cast<double>(plan.stats.files + plan.stats.dirs + 1) / delete_s
-                          : 0.0}};
-    }
+    if (rs.rank == 0 && N > 1) add_retention(cj, pc, plan, k, latest_s, delete_s);
     ckpts.push_back(cj);
     if (rs.say && lifecycle) {
       std::fprintf(stderr,
@@ -234,39 +298,9 @@ NewestCheckpoint run_saves(RunState& rs, PointRun& pt, int rep, const std::strin
   rj["save"]["rank_file_handles"] = out.save.files;
   rj["save"]["files"] = plan.stats.files;
   rj["save"]["sync"] = sync_name(pc.sync);
-  if (lifecycle) {
-    auto r =
-        across_ranks(rs, {blocked_total, training, alone_s}, "at the lifecycle statistics" + where);
-    json lj = {{"save_mode", async ? "async" : "sync"},
-               {"checkpoints", ckpts},
-               {"blocked_s_total", r[0].to_json()},
-               {"training_s", r[1].to_json()}};
-    if (async)
-      lj["staging"] = {{"bytes", pt.staging->size()},
-                       {"staged_bytes", staged_bytes(mine)},
-                       {"note",
-                        "per rank (rank 0's); the state is staged in windows of this "
-                        "size when it is larger"}};
-    if (pt.compute) {
-      lj["compute"] = {{"kind", pc.compute_kind == ComputeKind::sleep ? "sleep" : "cpu"},
-                       {"target_s", pc.compute_s},
-                       {"alone_s", r[2].to_json()}};
-      // Training time with checkpoints over training time without them.
-      const double base = r[2].mean * N;
-      if (base > 0) lj["overhead_fraction"] = r[1].max / base - 1.0;
-    }
-    if (N > 1) {
-      lj["keep_last"] = pc.keep_last;
-      lj["latest"] = step_tag(N - 1);
-      double del = 0;
-      for (const auto& d : deleted) del += d.elapsed_s;
-      if (rs.rank == 0)
-        lj["retention"] = {{"deleted", deleted.size()},
-                           {"elapsed_s", del},
-                           {"kept", N - static_cast<int>(deleted.size())}};
-    }
-    rj["lifecycle"] = lj;
-  }
+  if (lifecycle)
+    rj["lifecycle"] =
+        lifecycle_json(rs, pt, mine, ckpts, deleted, blocked_total, training, alone_s, where);
   if (N == 1) out.fd = DirFd();
   return out;
 }

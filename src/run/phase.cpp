@@ -16,6 +16,35 @@
 
 namespace ckpt {
 
+namespace {
+
+// source "shard": the state in memory, filled once per point (untimed); a restore reads into
+// fresh memory mapped here (returned: the caller unmaps it after the clock stops).
+std::unique_ptr<ShardMemory> attach_shard_memory(PointRun& pt, Phase phase, const RankIo& io,
+                                                 PhaseContext& ctx) {
+  std::unique_ptr<ShardMemory> fresh;
+  if (pt.pc.source != SourceMode::shard) return fresh;
+  if (phase == Phase::save) {
+    if (!pt.shard_save) pt.shard_save = std::make_unique<ShardMemory>(io, pt.pattern.get());
+    ctx.shard = pt.shard_save.get();
+  } else {
+    fresh = std::make_unique<ShardMemory>(io, nullptr);
+    ctx.shard = fresh.get();
+    if (pt.pc.framework_cpu && pt.prep.plan.load_in_place) {
+      if (pt.shard_save && pt.shard_save->covers(io)) {
+        ctx.load_into = pt.shard_save.get();
+      } else {
+        if (!pt.load_target || !pt.load_target->covers(io))
+          pt.load_target = std::make_unique<ShardMemory>(io, pt.pattern.get());
+        ctx.load_into = pt.load_target.get();
+      }
+    }
+  }
+  return fresh;
+}
+
+}  // namespace
+
 PhaseResult run_phase(RunState& rs, PointRun& pt, Phase phase, const RankIo& io,
                       const std::string& dir, int dirfd, RankDataPath& dp, int rep,
                       DataPath* data) {
@@ -39,27 +68,7 @@ PhaseResult run_phase(RunState& rs, PointRun& pt, Phase phase, const RankIo& io,
   // Untimed: every buffer holds the pattern's base again, so a save stages its transfers by
   // writing stamps only.
   if (phase == Phase::save) pt.pool->prefill(*pt.pattern);
-  // source "shard": the state in memory, filled once per point (untimed); a restore reads into
-  // fresh memory mapped here and unmapped after the clock stops.
-  std::unique_ptr<ShardMemory> fresh;
-  if (pt.pc.source == SourceMode::shard) {
-    if (phase == Phase::save) {
-      if (!pt.shard_save) pt.shard_save = std::make_unique<ShardMemory>(io, pt.pattern.get());
-      ctx.shard = pt.shard_save.get();
-    } else {
-      fresh = std::make_unique<ShardMemory>(io, nullptr);
-      ctx.shard = fresh.get();
-      if (pt.pc.framework_cpu && pt.prep.plan.load_in_place) {
-        if (pt.shard_save && pt.shard_save->covers(io)) {
-          ctx.load_into = pt.shard_save.get();
-        } else {
-          if (!pt.load_target || !pt.load_target->covers(io))
-            pt.load_target = std::make_unique<ShardMemory>(io, pt.pattern.get());
-          ctx.load_into = pt.load_target.get();
-        }
-      }
-    }
-  }
+  std::unique_ptr<ShardMemory> fresh = attach_shard_memory(pt, phase, io, ctx);
   // verify "after": the restored bytes are checked in this memory once the clock has stopped.
   if (phase == Phase::restore && rs.cfg.verify_after && fresh) {
     dp.defer_checks(fresh.get(), ctx.load_into);

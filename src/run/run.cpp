@@ -225,6 +225,170 @@ void record_failure(RunState& rs, RunResult& res, const Error& e) {
   }
 }
 
+// Where a run's files are: the run directory, the file-system facts there, and for a restore
+// job what it reads (a saved run's points and manifest, or an existing directory's files).
+struct RunPlace {
+  std::string run_dir;
+  TargetFacts facts;
+  std::vector<SavedPoint> saved;
+  json manifest;
+  DirFiles read_files;
+  ReadDirAssignment assignment;
+};
+
+// Rank 0, restore job: a saved run's manifest and files checked against the config before any
+// timed I/O; or an existing directory's files listed (nothing is ever written there).
+void examine_saved_run(const RunConfig& cfg, const RunOptions& opt, int size, RunPlace& rp) {
+  if (!opt.read_dir.empty()) {
+    rp.run_dir = absolute_path(opt.read_dir);
+    check_read_dir(rp.run_dir);
+    rp.read_files = list_regular_files(rp.run_dir);
+    if (rp.read_files.empty())
+      throw ConfigError("--read-dir '" + rp.run_dir + "': no regular files in it");
+    // The rank assignment (a safetensors index or DeepSpeed's `latest` read here, once).
+    rp.assignment = assign_read_dir(
+        rp.read_files, size, opt.read_assign,
+        [&](const std::string& p) { return read_small_file(rp.run_dir + "/" + p, 64ull << 20); });
+    json list = json::array();
+    for (const auto& [p, n] : rp.read_files) list.push_back(json::array({p, n}));
+    rp.manifest = {{"read_dir", list}, {"assignment", rp.assignment.to_json()}};
+    rp.facts.fs = probe_fs(rp.run_dir);
+    dio_alignment(rp.run_dir, rp.facts.fs, /*probe_file=*/false);
+    rp.facts.odirect_ok = false;
+    rp.facts.odirect_why = "not probed: --read-dir never writes in the directory";
+    rp.facts.can_drop_caches = ckpt::can_drop_caches();
+    return;
+  }
+  rp.run_dir = absolute_path(opt.from_dir);
+  rp.manifest = read_manifest(rp.run_dir);
+  rp.saved = check_saved_run(cfg, rp.manifest, rp.run_dir);
+  // Nothing is created in the saved run: its own files answer the O_DIRECT questions.
+  rp.facts.fs = probe_fs(rp.run_dir);
+  dio_alignment(rp.run_dir, rp.facts.fs, /*probe_file=*/false);
+  rp.facts.odirect_ok = supports_odirect_read(rp.run_dir, rp.facts.fs, &rp.facts.odirect_why);
+  rp.facts.can_drop_caches = ckpt::can_drop_caches();
+}
+
+// Collective: rank 0's examination of the saved run, on every rank.
+void share_saved_run(RunPlace& rp, MPI_Comm comm, int rank) {
+  json j = bcast_json(
+      rank == 0
+          ? json{{"dir", rp.run_dir}, {"facts", rp.facts.to_json()}, {"manifest", rp.manifest}}
+          : json(),
+      0, comm);
+  rp.run_dir = j["dir"];
+  if (rank == 0) return;
+  rp.facts = TargetFacts::from_json(j["facts"]);
+  rp.manifest = j["manifest"];
+  if (rp.manifest.contains("read_dir")) {
+    for (const auto& x : rp.manifest["read_dir"]) rp.read_files.emplace_back(x[0], x[1]);
+    rp.assignment = ReadDirAssignment::from_json(rp.manifest["assignment"]);
+  } else
+    for (const auto& p : rp.manifest["points"])
+      rp.saved.push_back(saved_point_from_json(p, "manifest"));
+}
+
+// Collective (the environment capture): the report as it starts - config, overrides,
+// environment, what a restore job reads - with no point yet.
+json start_document(const RunConfig& cfg, const RunOptions& opt, const std::string& target,
+                    MPI_Comm comm, const RunPlace& rp) {
+  json doc = new_report();
+  doc["config"] = cfg.resolved;
+  if (!opt.overrides.empty())
+    doc["overrides"] = {{"set", opt.overrides}, {"notes", opt.override_notes}};
+  doc["environment"] = capture_environment(target, comm);
+  doc["environment"]["run_dir"] = rp.run_dir;
+  doc["environment"]["file_system"] = rp.facts.fs.to_json();
+  doc["environment"]["backends"] = probe_backends();
+  doc["points"] = json::array();
+  doc["phases"] = opt.phases == Phases::save      ? "save"
+                  : opt.phases == Phases::restore ? "restore"
+                                                  : "both";
+  if (!opt.read_dir.empty()) {
+    uint64_t total = 0;
+    for (const auto& f : rp.read_files) total += f.second;
+    doc["read_dir"] = {
+        {"dir", rp.run_dir},
+        {"files", rp.read_files.size()},
+        {"bytes", total},
+        {"read_assign", opt.read_assign == ReadAssign::automatic ? "auto"
+                        : opt.read_assign == ReadAssign::size    ? "size"
+                                                                 : "loader"},
+        {"assignment", rp.assignment.summary(rp.read_files)},
+        {"verify", "off: the content was not written by ckptbench (sizes checked, bytes counted)"},
+        {"opened",
+         "read-only (O_RDONLY); nothing is written, renamed or removed in the directory"}};
+  } else if (opt.phases == Phases::restore)
+    doc["restored_from"] = {{"run_dir", rp.run_dir},
+                            {"saved_at", rp.manifest.value("created_at", "")},
+                            {"saved_by", rp.manifest.value("tool", json::object())},
+                            {"saved_world", rp.saved.empty() ? 0 : rp.saved.front().world}};
+  return doc;
+}
+
+// Rank 0 writes the manifest a later --phases restore job reads; every rank agrees it worked.
+void write_manifest(RunState& rs) {
+  // The manifest a later --phases restore job reads (rank 0; every rank agrees it worked).
+  auto [o, m] = attempt(rs.rank, [&] {
+    if (rs.rank != 0) return;
+    json man = {{"manifest_version", kManifestVersion},
+                {"tool", {{"name", "ckptbench"}, {"version", kVersion}, {"git", kGit}}},
+                {"created_at", utc_now()},
+                {"config_document", rs.opt.config_document},
+                {"points", json::array()}};
+    for (const auto& sp : rs.saved) man["points"].push_back(saved_point_json(sp));
+    write_report(man, rs.run_dir + "/" + kManifestName);
+    auto g = live_lock(rs);
+    rs.doc["manifest"] = rs.run_dir + "/" + kManifestName;
+    if (!rs.opt.quiet)
+      std::printf("saved: restore with --phases restore --from %s\n", rs.run_dir.c_str());
+  });
+  rs.agree(o, m, 0);
+}
+
+// Collective: rank 0 makes the run directory under the target (holding the target's lock) and
+// examines the file system there; every rank gets both. Throws on every rank when it failed.
+void make_shared_run_dir(const RunConfig& cfg, const std::string& target, uint64_t need_bytes,
+                         Agreement& agree, MPI_Comm comm, int rank, RunPlace& rp,
+                         LockFile& target_lock) {
+  auto [o, m] = attempt(rank, [&] {
+    if (rank == 0)
+      rp.run_dir = make_run_dir(target, cfg.target_fs, need_bytes, cfg.free_space_check, cfg.keep,
+                                rp.facts, &target_lock);
+  });
+  agree(o, m, 0);
+  json j = bcast_json(rank == 0 ? json{{"dir", rp.run_dir}, {"facts", rp.facts.to_json()}} : json(),
+                      0, comm);
+  rp.run_dir = j["dir"];
+  if (rank != 0) rp.facts = TargetFacts::from_json(j["facts"]);
+}
+
+// The measured part: every point, then (a save job) the manifest. A failure is recorded in the
+// report with what was measured (record_failure).
+void run_points(RunState& rs, SignalCleanup& on_signal, Watchdog& watchdog, RunResult& res) {
+  try {
+    // The helper threads: the system may refuse one (ulimit -u); every rank stops then.
+    {
+      auto [o, m] = attempt(rs.rank, [&] {
+        if (!on_signal.thread_error().empty()) throw IoError(on_signal.thread_error());
+        watchdog.start();
+      });
+      rs.agree(o, m, 0);
+    }
+    for (int pi = 0; pi < static_cast<int>(rs.cfg.points.size()); pi++) {
+      json p = run_point(rs, pi);
+      auto g = live_lock(rs);
+      rs.doc["points"].push_back(std::move(p));
+      rs.current = nullptr;
+    }
+    if (rs.opt.phases == Phases::save) write_manifest(rs);
+    auto g = live_lock(rs);
+    rs.doc["status"] = "ok";
+  } catch (const Error& e) {
+    record_failure(rs, res, e);
+  }
+}
+
 }  // namespace
 
 RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm comm) {
@@ -263,76 +427,22 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
 
   // ---- The run directory and the file system facts (shared with every rank). ----
   target = absolute_path(target);
-  std::string run_dir;
-  TargetFacts facts;
-  std::vector<SavedPoint> saved;
-  json manifest;
-  DirFiles read_files;
-  ReadDirAssignment assignment;
+  RunPlace place;
   if (opt.phases == Phases::restore) {
-    // A saved run: its manifest and files checked against the config before any timed I/O; or
-    // an existing directory: its files listed (nothing is ever written there).
     auto [o, m] = attempt(rank, [&] {
-      if (rank != 0) return;
-      if (!opt.read_dir.empty()) {
-        run_dir = absolute_path(opt.read_dir);
-        check_read_dir(run_dir);
-        read_files = list_regular_files(run_dir);
-        if (read_files.empty())
-          throw ConfigError("--read-dir '" + run_dir + "': no regular files in it");
-        // The rank assignment (a safetensors index or DeepSpeed's `latest` read here, once).
-        assignment = assign_read_dir(read_files, size, opt.read_assign, [&](const std::string& p) {
-          return read_small_file(run_dir + "/" + p, 64ull << 20);
-        });
-        json list = json::array();
-        for (const auto& [p, n] : read_files) list.push_back(json::array({p, n}));
-        manifest = {{"read_dir", list}, {"assignment", assignment.to_json()}};
-        facts.fs = probe_fs(run_dir);
-        dio_alignment(run_dir, facts.fs, /*probe_file=*/false);
-        facts.odirect_ok = false;
-        facts.odirect_why = "not probed: --read-dir never writes in the directory";
-        facts.can_drop_caches = ckpt::can_drop_caches();
-        return;
-      }
-      run_dir = absolute_path(opt.from_dir);
-      manifest = read_manifest(run_dir);
-      saved = check_saved_run(cfg, manifest, run_dir);
-      // Nothing is created in the saved run: its own files answer the O_DIRECT questions.
-      facts.fs = probe_fs(run_dir);
-      dio_alignment(run_dir, facts.fs, /*probe_file=*/false);
-      facts.odirect_ok = supports_odirect_read(run_dir, facts.fs, &facts.odirect_why);
-      facts.can_drop_caches = ckpt::can_drop_caches();
+      if (rank == 0) examine_saved_run(cfg, opt, size, place);
     });
     if (failed_before_io(res, [&] { agree(o, m, 0); })) return res;
-    json j = bcast_json(
-        rank == 0 ? json{{"dir", run_dir}, {"facts", facts.to_json()}, {"manifest", manifest}}
-                  : json(),
-        0, comm);
-    run_dir = j["dir"];
-    target = std::filesystem::path(run_dir).parent_path().string();
-    if (rank != 0) {
-      facts = TargetFacts::from_json(j["facts"]);
-      manifest = j["manifest"];
-      if (manifest.contains("read_dir")) {
-        for (const auto& x : manifest["read_dir"]) read_files.emplace_back(x[0], x[1]);
-        assignment = ReadDirAssignment::from_json(manifest["assignment"]);
-      } else
-        for (const auto& p : manifest["points"])
-          saved.push_back(saved_point_from_json(p, "manifest"));
-    }
-  } else {
-    auto [o, m] = attempt(rank, [&] {
-      if (rank == 0)
-        run_dir = make_run_dir(target, cfg.target_fs, need_bytes, cfg.free_space_check, cfg.keep,
-                               facts, &target_lock);
-    });
+    share_saved_run(place, comm, rank);
+    target = std::filesystem::path(place.run_dir).parent_path().string();
+  } else if (failed_before_io(res, [&] {
+               make_shared_run_dir(cfg, target, need_bytes, agree, comm, rank, place, target_lock);
+             })) {
     // The run directory could not be made or examined: nothing was measured, no document.
-    if (failed_before_io(res, [&] { agree(o, m, 0); })) return res;
-    json j = bcast_json(rank == 0 ? json{{"dir", run_dir}, {"facts", facts.to_json()}} : json(), 0,
-                        comm);
-    run_dir = j["dir"];
-    if (rank != 0) facts = TargetFacts::from_json(j["facts"]);
+    return res;
   }
+  const std::string& run_dir = place.run_dir;
+  TargetFacts& facts = place.facts;
   // Everything the run creates is made relative to the run directory, held open here.
   DirFd run_fd;
   {
@@ -351,37 +461,7 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
     return res;
   }
 
-  json doc = new_report();
-  doc["config"] = cfg.resolved;
-  if (!opt.overrides.empty())
-    doc["overrides"] = {{"set", opt.overrides}, {"notes", opt.override_notes}};
-  doc["environment"] = capture_environment(target, comm);
-  doc["environment"]["run_dir"] = run_dir;
-  doc["environment"]["file_system"] = facts.fs.to_json();
-  doc["environment"]["backends"] = probe_backends();
-  doc["points"] = json::array();
-  doc["phases"] = opt.phases == Phases::save      ? "save"
-                  : opt.phases == Phases::restore ? "restore"
-                                                  : "both";
-  if (!opt.read_dir.empty()) {
-    uint64_t total = 0;
-    for (const auto& f : read_files) total += f.second;
-    doc["read_dir"] = {
-        {"dir", run_dir},
-        {"files", read_files.size()},
-        {"bytes", total},
-        {"read_assign", opt.read_assign == ReadAssign::automatic ? "auto"
-                        : opt.read_assign == ReadAssign::size    ? "size"
-                                                                 : "loader"},
-        {"assignment", assignment.summary(read_files)},
-        {"verify", "off: the content was not written by ckptbench (sizes checked, bytes counted)"},
-        {"opened",
-         "read-only (O_RDONLY); nothing is written, renamed or removed in the directory"}};
-  } else if (opt.phases == Phases::restore)
-    doc["restored_from"] = {{"run_dir", run_dir},
-                            {"saved_at", manifest.value("created_at", "")},
-                            {"saved_by", manifest.value("tool", json::object())},
-                            {"saved_world", saved.empty() ? 0 : saved.front().world}};
+  json doc = start_document(cfg, opt, target, comm, place);
   doc["status"] = "running";
   if (rank == 0 && !opt.quiet) std::printf("%s", run_header(doc, cfg).c_str());
   for (const LockFile* l : {&output_lock, &target_lock})
@@ -408,51 +488,14 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
     on_signal.set_snapshot([&rs] { return partial_document(rs.doc, rs.current); });
   }
   rs.say = rank == 0 && !opt.quiet;
-  rs.saved = std::move(saved);
-  rs.read_files = std::move(read_files);
-  rs.read_assignment = std::move(assignment);
+  rs.saved = std::move(place.saved);
+  rs.read_files = std::move(place.read_files);
+  rs.read_assignment = std::move(place.assignment);
   // Not freed: MPI_Comm_free is collective and a failed run may leave the ranks on different
   // paths; MPI_Finalize releases it.
   MPI_Comm_dup(comm, &rs.framework_comm);
   Watchdog watchdog(deadline, cfg.timeout_s, rank);
-  try {
-    // The helper threads: the system may refuse one (ulimit -u); every rank stops then.
-    {
-      auto [o, m] = attempt(rank, [&] {
-        if (!on_signal.thread_error().empty()) throw IoError(on_signal.thread_error());
-        watchdog.start();
-      });
-      agree(o, m, 0);
-    }
-    for (int pi = 0; pi < static_cast<int>(cfg.points.size()); pi++) {
-      json p = run_point(rs, pi);
-      auto g = live_lock(rs);
-      doc["points"].push_back(std::move(p));
-      rs.current = nullptr;
-    }
-    if (opt.phases == Phases::save) {
-      // The manifest a later --phases restore job reads (rank 0; every rank agrees it worked).
-      auto [o, m] = attempt(rank, [&] {
-        if (rank != 0) return;
-        json man = {{"manifest_version", kManifestVersion},
-                    {"tool", {{"name", "ckptbench"}, {"version", kVersion}, {"git", kGit}}},
-                    {"created_at", utc_now()},
-                    {"config_document", opt.config_document},
-                    {"points", json::array()}};
-        for (const auto& sp : rs.saved) man["points"].push_back(saved_point_json(sp));
-        write_report(man, run_dir + "/" + kManifestName);
-        auto g = live_lock(rs);
-        doc["manifest"] = run_dir + "/" + kManifestName;
-        if (!opt.quiet)
-          std::printf("saved: restore with --phases restore --from %s\n", run_dir.c_str());
-      });
-      agree(o, m, 0);
-    }
-    auto g = live_lock(rs);
-    doc["status"] = "ok";
-  } catch (const Error& e) {
-    record_failure(rs, res, e);
-  }
+  run_points(rs, on_signal, watchdog, res);
   if (!cfg.keep && rank == 0 && opt.phases == Phases::both) {
     remove_empty_run_dir(run_dir);  // only if empty: never deletes what we did not make
   }

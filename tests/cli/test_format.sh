@@ -18,11 +18,12 @@ else
   mapfile -t files < <(find include src tests fuzz -name '*.cpp' -o -name '*.hpp' -o -name '*.h')
 fi
 [[ ${#files[@]} -gt 20 ]] || { echo "FAIL found only ${#files[@]} C++ files under $SRC"; exit 1; }
-bad=()
-for f in "${files[@]}"; do
-  [[ "$f" == *.in && "$f" != *.hpp.in ]] && continue
-  "$CF" --dry-run --Werror "$f" >/dev/null 2>&1 || bad+=("$f")
-done
+# One clang-format per file, as many at once as there are cores; each prints the name of a file
+# it would change.
+mapfile -t todo < <(printf '%s\n' "${files[@]}" | grep -v -e '\.in$' -e '^$'
+  printf '%s\n' "${files[@]}" | grep '\.hpp\.in$')
+mapfile -t bad < <(printf '%s\n' "${todo[@]}" | sort -u |
+  xargs -P "$(nproc 2> /dev/null || echo 2)" -I{} sh -c '"$0" --dry-run --Werror "$1" > /dev/null 2>&1 || echo "$1"' "$CF" {})
 if [[ ${#bad[@]} -gt 0 ]]; then
   echo "FAIL not formatted (run: clang-format -i ${bad[*]}):"
   printf '  %s\n' "${bad[@]}"

@@ -247,6 +247,6 @@ if command -v bindfs > /dev/null; then
     ok "1 mpiio collective shared file, full bindfs: exit 1 in $((SECONDS - s0)) s, report, nothing left" ||
     bad "1 mpiio collective on bindfs: exit $rc after $((SECONDS - s0)) s, left: $(ls -A "$work/fuse/t" 2> /dev/null)"
 else
-  echo "skip 1 FUSE: bindfs not installed (scripts/setup.sh --with-cluster)"
+  echo "skip 1 FUSE: bindfs not installed (scripts/setup.sh installs it)"
 fi
 summary hostile

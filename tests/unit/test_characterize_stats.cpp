@@ -1,9 +1,10 @@
-// The statistics and the knee rule of `characterize` (src/cli/characterize.cpp).
+// The statistics and the knee rule of `characterize` (src/analysis/char_stats.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "ckptbench/analysis/char_stats.hpp"
 #include "ckptbench/cli/characterize.hpp"
 
 using namespace ckpt;

@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+// characterize_summary, the report as text (rank 0 prints it), is pure: analysis/.
+#include "ckptbench/analysis/char_summary.hpp"
+
 namespace ckpt {
 
 struct CharacterizeOptions {
@@ -42,34 +45,5 @@ const std::vector<std::string>& characterize_stages();
 // Collective over comm. Throws ConfigError (the same on every rank) for bad options before any
 // I/O.
 CharacterizeResult run_characterize(const CharacterizeOptions& opt, MPI_Comm comm);
-
-// The findings and the recommendation of a characterization report as text (rank 0 prints it).
-std::string characterize_summary(const nlohmann::json& doc);
-
-// ---- pure helpers (unit-tested) ----
-
-// Mean, standard deviation and the two-sided 95 % interval of the mean (Student's t) of
-// non-negative samples (rates, times); with one sample the interval is unbounded (half_width =
-// inf). The interval's low end is clamped at 0: few wide-spread samples would put it below.
-struct SampleStats {
-  int n = 0;
-  double mean = 0, sd = 0, half_width = 0;
-  double rel_half_width() const;   // half_width / mean (inf when mean is 0)
-  nlohmann::json to_json() const;  // {n, mean, sd, low, high, half_width}
-};
-SampleStats sample_stats(const std::vector<double>& v);
-// The 0.975 quantile of Student's t with df degrees of freedom (df >= 1).
-double t_quantile_975(int df);
-// A ratio a/b of two independent means with its interval (first-order propagation of the
-// relative half-widths): {ratio, low, high}.
-nlohmann::json ratio_json(const SampleStats& a, const SampleStats& b);
-
-// One measured value of a curve: x (a transfer size, a queue depth, ...) and its samples' stats.
-struct CurvePoint {
-  double x = 0;
-  SampleStats y;
-};
-// The smallest x whose mean is within `tol` (relative) of the best mean; x of the best in *best.
-double knee_of(const std::vector<CurvePoint>& curve, double tol, double* best = nullptr);
 
 }  // namespace ckpt

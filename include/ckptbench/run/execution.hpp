@@ -166,10 +166,7 @@ struct RunState {
 };
 
 // The lock of RunState::live_mu (none where it is not set).
-inline std::unique_lock<std::mutex> live_lock(RunState& rs) {
-  return rs.live_mu != nullptr ? std::unique_lock<std::mutex>(*rs.live_mu)
-                               : std::unique_lock<std::mutex>();
-}
+std::unique_lock<std::mutex> live_lock(RunState& rs);
 
 // One point as it runs.
 struct PointRun {
