@@ -40,6 +40,21 @@ from ckptinput import PathError, check_output_file, read_input, write_atomic  # 
 
 PHASES = ("save", "restore")
 # Keys of a config that describe the run rather than a point's I/O pattern.
+def backend_sections(doc):
+    """The config sections named after a backend in a report: the backends the binary that wrote it
+    knew (environment.backends, one entry per registered backend, built or not) and, for reports
+    without that list, the backends its points name."""
+    names = set()
+    known = get(doc, "environment", "backends")
+    if isinstance(known, dict):
+        names.update(k for k in known if isinstance(k, str))
+    for p in doc.get("points") or [] if isinstance(doc, dict) else []:
+        b = get(p, "config", "backend") if isinstance(p, dict) else None
+        if isinstance(b, str):
+            names.add(b)
+    return frozenset(names)
+
+
 RUN_SPECIFIC_KEYS = ("target", "name", "comment", "repetitions", "verify", "keep", "strict",
                      "timeout_s", "stall_timeout_s", "free_space_check", "sweep", "exclude",
                      "limits", "target_fs")

@@ -72,14 +72,13 @@ import sys
 
 try:
     from ckptinput import PathError, check_output_dir, make_dirs, remove_dirs, write_atomic
-    from ckptreport import PHASES, RUN_SPECIFIC_KEYS, ReportError, get, load_reference, \
-        load_report, num, phase_bandwidth, rep_values, require_module, short
+    from ckptreport import PHASES, RUN_SPECIFIC_KEYS, ReportError, backend_sections, get, \
+        load_reference, load_report, num, phase_bandwidth, rep_values, require_module, short
 except ImportError:
     print("plot.py: error: needs ckptreport.py and ckptinput.py from the same directory "
           "(scripts/); run scripts/plot.py from the ckptbench source tree", file=sys.stderr)
     sys.exit(2)
 
-BACKEND_SECTIONS = ("posix", "io_uring", "mpiio", "hdf5")
 # Lines per panel before bandwidth_vs_block_size splits into rows of panels, rows at most.
 MAX_SERIES = 6
 MAX_FACETS = 12
@@ -161,12 +160,13 @@ class Point:
         self.raw = raw
         self.index = raw.get("index", index)
         cfg = raw.get("config") if isinstance(raw.get("config"), dict) else {}
+        sections = report.backend_sections
         flat = flatten({k: v for k, v in cfg.items()
-                        if k not in RUN_SPECIFIC_KEYS and k not in BACKEND_SECTIONS})
+                        if k not in RUN_SPECIFIC_KEYS and k not in sections})
         # Backend options only where swept (else they would vary together with 'backend').
         params = raw.get("params") if isinstance(raw.get("params"), dict) else {}
         for k, v in params.items():
-            if k.split(".")[0] in BACKEND_SECTIONS:
+            if k.split(".")[0] in sections:
                 flat[k] = get(cfg, *k.split("."), default=v)
         flat["report"] = report.label
         self.keys = flat
@@ -183,6 +183,7 @@ class Report:
         name = get(doc, "config", "name")
         self.name = name if isinstance(name, str) and name else ""
         self.label = clean(self.name or os.path.splitext(os.path.basename(path))[0], 40)
+        self.backend_sections = backend_sections(doc)
         self.points = []
         self.skipped = 0
         for i, p in enumerate(doc.get("points") or []):
