@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <liburing.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -23,6 +25,94 @@
 #include "support.hpp"
 
 #ifdef CKPT_HAVE_IO_URING
+#include <liburing.h>
+
+// The engine driven with a plain request list (not the tool's path: the backend is the phase
+// driver's transport).
+namespace ckpt::uring {
+
+// A plain request list, driven through the engine with up to `queue_depth` in flight on `ring`
+// (bounce buffers of `chunk` bytes; each request split into chunk-sized ops; short transfers
+// resubmitted for the remainder; a read that hits end of file is an IoError): the engine's
+// behaviour on pipes and files, without the phase driver.
+struct Request {
+  int fd = -1;
+  bool write = false;
+  uint64_t offset = 0;  // Op::kStream for pipes/sockets
+  std::byte* buf = nullptr;
+  uint64_t len = 0;
+  std::string name;  // for error messages
+};
+
+Counters transfer(Ring& ring, std::span<const Request> reqs, unsigned queue_depth,
+                  uint64_t chunk = 1 << 20, bool fixed_buffers = false) {
+  queue_depth = std::max(1u, queue_depth);
+  BufferPool pool(queue_depth, chunk, 4096);
+  std::vector<Buffer*> bufs;
+  std::vector<iovec> iov;
+  for (size_t i = 0; i < pool.count(); i++) {
+    bufs.push_back(&pool.at(i));
+    iov.push_back({pool.at(i).data, pool.at(i).size});
+  }
+  if (fixed_buffers) {
+    int rc = io_uring_register_buffers(ring.get(), iov.data(), static_cast<unsigned>(iov.size()));
+    if (rc < 0) throw IoError("io_uring_register_buffers: " + errno_text(-rc));
+  }
+  struct Unregister {
+    io_uring* r;
+    ~Unregister() {
+      if (r) io_uring_unregister_buffers(r);
+    }
+  } unreg{fixed_buffers ? ring.get() : nullptr};
+  EngineOptions eo;
+  eo.fixed_buffers = fixed_buffers;
+  Engine eng(ring, bufs, eo);
+  struct Where {
+    size_t req = 0;
+    uint64_t pos = 0, len = 0;
+  };
+  std::vector<Where> at(bufs.size());
+  std::vector<std::string> names(reqs.size());
+  for (size_t i = 0; i < reqs.size(); i++)
+    names[i] = reqs[i].name.empty() ? "fd " + std::to_string(reqs[i].fd) : reqs[i].name;
+  std::vector<int> free, done;
+  for (int s = static_cast<int>(bufs.size()) - 1; s >= 0; s--) free.push_back(s);
+  size_t i = 0;
+  uint64_t pos = 0;
+  for (;;) {
+    while (!free.empty() && i < reqs.size()) {
+      const Request& r = reqs[i];
+      if (pos >= r.len) {
+        i++;
+        pos = 0;
+        continue;
+      }
+      const int s = free.back();
+      free.pop_back();
+      Op op;
+      op.fd = r.fd;
+      op.write = r.write;
+      op.offset = r.offset == Op::kStream ? Op::kStream : r.offset + pos;
+      op.len = std::min(chunk, r.len - pos);
+      op.name = &names[i];
+      if (r.write) std::memcpy(bufs[s]->data, r.buf + pos, op.len);
+      at[s] = Where{i, pos, op.len};
+      eng.submit(s, op);
+      pos += op.len;
+    }
+    if (eng.in_flight() == 0) break;
+    done.clear();
+    eng.wait(done);
+    for (int s : done) {
+      const Request& r = reqs[at[s].req];
+      if (!r.write) std::memcpy(r.buf + at[s].pos, bufs[s]->data, at[s].len);
+      free.push_back(s);
+    }
+  }
+  return eng.counters();
+}
+
+}  // namespace ckpt::uring
 
 namespace fs = std::filesystem;
 using namespace ckpt;

@@ -1,8 +1,8 @@
 // io_uring internals, exposed for the unit tests: a ring with the flag fallback of
 // RingSettings::flags, and an engine that keeps up to N transfers in flight, resubmits short
 // transfers and requeues -EAGAIN / -EINTR. The backend (src/io/backends/uring.cpp) is the phase
-// driver's transport over the engine; `transfer()` drives it with a plain list of requests on fds
-// (pipes, sockets, files).
+// driver's transport over the engine, its only user in the tool (tests/unit/test_uring.cpp drives
+// the engine with plain request lists on pipes and files).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -120,21 +120,5 @@ class Engine {
  public:
   ~Engine();
 };
-
-// A plain request list for transfer().
-struct Request {
-  int fd = -1;
-  bool write = false;
-  uint64_t offset = 0;  // Op::kStream for pipes/sockets
-  std::byte* buf = nullptr;
-  uint64_t len = 0;
-  std::string name;  // for error messages
-};
-
-// Transfers every request with up to `queue_depth` in flight on `ring` (bounce buffers of
-// `chunk` bytes; each request is split into chunk-sized ops). Short transfers are resubmitted
-// for the remainder; a read that hits end of file is an IoError. Returns the counters.
-Counters transfer(Ring& ring, std::span<const Request> reqs, unsigned queue_depth,
-                  uint64_t chunk = 1 << 20, bool fixed_buffers = false);
 
 }  // namespace ckpt::uring
