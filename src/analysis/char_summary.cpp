@@ -13,27 +13,22 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string fmt(const char* f, double a) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, a);
-  return b;
-}
-
 // "2.41 GiB/s [2.35, 2.47]" of a stats object (to_json).
 std::string with_interval(const json& st, const char* unit, const char* f = "%.3g") {
   if (!st.is_object() || !st.contains("mean")) return "-";
-  std::string out = fmt(f, st["mean"].get<double>()) + unit;
+  std::string out = format_text(f, st["mean"].get<double>()) + unit;
   if (st["low"].is_number())
-    out += " [" + fmt(f, st["low"].get<double>()) + ", " + fmt(f, st["high"].get<double>()) + "]";
+    out += " [" + format_text(f, st["low"].get<double>()) + ", " +
+           format_text(f, st["high"].get<double>()) + "]";
   return out;
 }
 
 std::string ratio_text(const json& r) {
   if (!r.is_object() || !r["ratio"].is_number()) return "-";
-  std::string out = "x" + fmt("%.2f", r["ratio"].get<double>());
+  std::string out = "x" + format_text("%.2f", r["ratio"].get<double>());
   if (r["low"].is_number())
-    out += " [" + fmt("%.2f", r["low"].get<double>()) + ", " +
-           fmt("%.2f", r["high"].get<double>()) + "]";
+    out += " [" + format_text("%.2f", r["low"].get<double>()) + ", " +
+           format_text("%.2f", r["high"].get<double>()) + "]";
   return out;
 }
 
@@ -122,8 +117,8 @@ void ceiling_lines(std::string& o, const json& f) {
   }
   if (f.contains("fixed_cost"))
     add_line(o, "fixed cost",
-             "save " + fmt("%.3g", f["fixed_cost"]["save_s"].get<double>()) + " s, restore " +
-                 fmt("%.3g", f["fixed_cost"]["restore_s"].get<double>()) +
+             "save " + format_text("%.3g", f["fixed_cost"]["save_s"].get<double>()) +
+                 " s, restore " + format_text("%.3g", f["fixed_cost"]["restore_s"].get<double>()) +
                  " s per phase whatever its bytes (probes of " +
                  format_bytes(f["fixed_cost"]["bytes_per_rank"][0].get<uint64_t>()) + " and " +
                  format_bytes(f["fixed_cost"]["bytes_per_rank"][1].get<uint64_t>()) + " per rank)");
@@ -168,7 +163,7 @@ void scaling_lines(std::string& o, const json& f) {
              "create " + with_interval(m["create_per_s"], "/s", "%.0f") + ", open " +
                  with_interval(m["open_per_s"], "/s", "%.0f") + ", unlink " +
                  with_interval(m["unlink_per_s"], "/s", "%.0f") + "; fsync " +
-                 fmt("%.2f", 1e3 * m["fsync_s"]["mean"].get<double>()) + " ms");
+                 format_text("%.2f", 1e3 * m["fsync_s"]["mean"].get<double>()) + " ms");
   }
 }
 
@@ -178,18 +173,18 @@ std::string validation_text(const json& v) {
   std::string o;
   if (v.value("status", "") == "ok") {
     o += "  measured here (median of " + std::to_string(v["repetitions"].get<int>()) + "): save " +
-         fmt("%.3g", v["measured"]["save_s"].get<double>()) + " s (x" +
-         fmt("%.2f", v["save_ratio"].get<double>()) + " of predicted), restore " +
-         fmt("%.3g", v["measured"]["restore_s"].get<double>()) + " s (x" +
-         fmt("%.2f", v["restore_ratio"].get<double>()) + ")\n";
+         format_text("%.3g", v["measured"]["save_s"].get<double>()) + " s (x" +
+         format_text("%.2f", v["save_ratio"].get<double>()) + " of predicted), restore " +
+         format_text("%.3g", v["measured"]["restore_s"].get<double>()) + " s (x" +
+         format_text("%.2f", v["restore_ratio"].get<double>()) + ")\n";
     if (v.contains("reference")) {
       const json& rf = v["reference"];
       o += "  reference probe (search point " + std::to_string(rf["search_point"].get<int>()) +
-           ", run beside the check): save x" + fmt("%.2f", rf["save_drift"].get<double>()) +
-           ", restore x" + fmt("%.2f", rf["restore_drift"].get<double>()) +
+           ", run beside the check): save x" + format_text("%.2f", rf["save_drift"].get<double>()) +
+           ", restore x" + format_text("%.2f", rf["restore_drift"].get<double>()) +
            " of its time during the search; with the prediction scaled by that: save x" +
-           fmt("%.2f", rf["save_ratio"].get<double>()) + ", restore x" +
-           fmt("%.2f", rf["restore_ratio"].get<double>()) + "\n";
+           format_text("%.2f", rf["save_ratio"].get<double>()) + ", restore x" +
+           format_text("%.2f", rf["restore_ratio"].get<double>()) + "\n";
     }
   } else {
     o += "  check run: " + v.value("error", std::string("not run")) + "\n";
@@ -206,8 +201,8 @@ std::string recommendation_text(const json& ch) {
     o += "Recommended: layout " + r["layout"].get<std::string>() + ", " + path_text(r["config"]) +
          " -> " + r["path"].get<std::string>() + "\n";
     o += "  predicted for " + std::to_string(r["world"].get<int>()) + " ranks: save " +
-         fmt("%.3g", p["save_s"].get<double>()) + " s, restore " +
-         fmt("%.3g", p["restore_s"].get<double>()) + " s\n";
+         format_text("%.3g", p["save_s"].get<double>()) + " s, restore " +
+         format_text("%.3g", p["restore_s"].get<double>()) + " s\n";
     if (r.contains("validation")) o += validation_text(r["validation"]);
   } else if (ch.contains("model_missing")) {
     o += "No recommendation: " + ch["model_missing"].get<std::string>() + "\n";

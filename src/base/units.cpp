@@ -1,6 +1,7 @@
 #include "ckptbench/base/units.hpp"
 
 #include <cctype>
+#include <cstdarg>
 #include <cstdio>
 #include <ctime>
 #include <limits>
@@ -9,6 +10,15 @@
 #include "ckptbench/base/error.hpp"
 
 namespace ckpt {
+
+std::string format_text(const char* f, ...) {
+  char buf[256];
+  va_list ap;
+  va_start(ap, f);
+  std::vsnprintf(buf, sizeof buf, f, ap);
+  va_end(ap);
+  return buf;
+}
 
 std::string utc_now() {
   std::time_t t = std::time(nullptr);

@@ -7,23 +7,12 @@
 #include <set>
 
 #include "ckptbench/base/error.hpp"
+#include "ckptbench/base/units.hpp"
 #include "ckptbench/plan/dlio.hpp"
 
 namespace ckpt {
 
 namespace {
-
-std::string fmt(const char* f, long a) {
-  char buf[128];
-  std::snprintf(buf, sizeof buf, f, a);
-  return buf;
-}
-
-std::string fmt2(const char* f, long a, long b) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, f, a, b);
-  return buf;
-}
 
 struct Ctx {
   const PlanInput& in;
@@ -103,15 +92,15 @@ void deepspeed(Ctx& c) {
           by_layer[pipe_spec_index(*c.in.model, c.in.model->tensors[c.shard(it).tensor])].push_back(
               it);
         for (auto& [idx, items] : by_layer) {
-          std::string path = tag + "/" + fmt("layer_%02ld", static_cast<long>(idx));
-          path += fmt("-model_%02ld-model_states.pt", rc.tp);
+          std::string path = tag + "/" + format_text("layer_%02ld", static_cast<long>(idx));
+          path += format_text("-model_%02d-model_states.pt", rc.tp);
           const size_t n = items.size();
           c.file(std::move(path), v, std::move(items), torch_save_meta(n));
         }
         // engine._save_checkpoint: mp_rank_XX_model_states.pt with module=None (client state).
         std::vector<FwItem> extra = optim_in_model_file ? optim : std::vector<FwItem>{};
         const size_t n = extra.size();
-        c.file(tag + "/" + fmt("mp_rank_%02ld_model_states.pt", mp), v, std::move(extra),
+        c.file(tag + "/" + format_text("mp_rank_%02d_model_states.pt", mp), v, std::move(extra),
                kTrainerStateBytes + torch_save_meta(n));
       }
     } else if (p.zero_stage < 3) {
@@ -119,20 +108,20 @@ void deepspeed(Ctx& c) {
         std::vector<FwItem> items = weights;
         if (optim_in_model_file) items.insert(items.end(), optim.begin(), optim.end());
         const size_t n = items.size();
-        c.file(tag + "/" + fmt("mp_rank_%02ld_model_states.pt", mp), v, std::move(items),
+        c.file(tag + "/" + format_text("mp_rank_%02d_model_states.pt", mp), v, std::move(items),
                kTrainerStateBytes + torch_save_meta(n));
       }
     } else {
       // ZeRO 3: every rank saves its model-state file; the module's parameters are partitioned
       // placeholders there (the fp32 partition lives in the optimizer file), so the bf16 weight
       // fragments are not written.
-      c.file(tag + "/" + fmt2("zero_pp_rank_%ld_mp_rank_%02ld_model_states.pt", rc.dp, mp), v, {},
-             kTrainerStateBytes + torch_save_meta(weights.size()));
+      c.file(tag + "/" + format_text("zero_pp_rank_%d_mp_rank_%02d_model_states.pt", rc.dp, mp), v,
+             {}, kTrainerStateBytes + torch_save_meta(weights.size()));
     }
     if (!optim_in_model_file && !optim.empty()) {
       // engine._get_zero_ckpt_name: "bf16_" prefix when bf16 is enabled.
       std::string path = tag + "/" + (c.bf16() ? "bf16_" : "");
-      path += fmt2("zero_pp_rank_%ld_mp_rank_%02ld_optim_states.pt", rc.dp, mp);
+      path += format_text("zero_pp_rank_%d_mp_rank_%02d_optim_states.pt", rc.dp, mp);
       const size_t n = optim.size();
       c.file(std::move(path), v, std::move(optim), kTrainerStateBytes / 4 + torch_save_meta(n));
       any_optim_file = true;
@@ -158,8 +147,8 @@ void megatron_legacy(Ctx& c) {
     const RankCoord& rc = c.shards[static_cast<size_t>(v)].coord;
     if (rc.dp != 0) continue;
     // get_checkpoint_name: mp_rank_{tp:02d} (+ _{pp:03d} with pipeline parallelism).
-    std::string d = iter + "/" + fmt("mp_rank_%02ld", rc.tp);
-    if (p.pp > 1) d += fmt("_%03ld", rc.pp);
+    std::string d = iter + "/" + format_text("mp_rank_%02d", rc.tp);
+    if (p.pp > 1) d += format_text("_%03d", rc.pp);
     c.dir(d);
     std::vector<FwItem> items = c.items_of(v, true);
     if (p.zero_stage == 0) {
@@ -236,7 +225,8 @@ void dcp_files(Ctx& c, const std::string& dir, int threads, bool largest_first_s
     items += mine.size();
     if (!c.in.layout.dcp_single_file) {
       long n = 0;
-      for (const auto& it : mine) c.file(prefix + fmt2("__%ld_%ld.distcp", v, n++), v, {it}, 0);
+      for (const auto& it : mine)
+        c.file(prefix + format_text("__%d_%ld.distcp", v, n++), v, {it}, 0);
       continue;
     }
     std::stable_sort(mine.begin(), mine.end(), [&](const FwItem& a, const FwItem& b) {
@@ -251,8 +241,8 @@ void dcp_files(Ctx& c, const std::string& dir, int threads, bool largest_first_s
       size[b] += c.shard(it).bytes;
     }
     for (int b = 0; b < threads; ++b)
-      c.file(prefix + fmt2("__%ld_%ld.distcp", v, b), v, std::move(bins[static_cast<size_t>(b)]),
-             0);
+      c.file(prefix + format_text("__%d_%d.distcp", v, b), v,
+             std::move(bins[static_cast<size_t>(b)]), 0);
   }
   // The coordinator (rank 0) writes the global metadata after every data file (FileSystemWriter
   // .finish: .metadata.tmp, fsync, rename, after save_state_dict's all_reduce); every rank reads
@@ -372,17 +362,17 @@ void dlio(Ctx& c) {
         std::map<int, std::vector<FwItem>> by_layer;
         for (const auto& it : weights) by_layer[dlio_layer_of(m, c.shard(it).tensor)].push_back(it);
         for (auto& [layer, items] : by_layer)
-          c.file(d + "/" + fmt2("layer_%ld-model_%ld_model_states.pt", layer, mp), v,
+          c.file(d + "/" + format_text("layer_%d-model_%ld_model_states.pt", layer, mp), v,
                  std::move(items), 0);
       } else if (zero12) {
-        c.file(d + "/" + fmt("model_%ld_model_states.pt", mp), v, std::move(weights), 0);
+        c.file(d + "/" + format_text("model_%ld_model_states.pt", mp), v, std::move(weights), 0);
       } else {
-        c.file(d + "/" + fmt2("zero_pp_rank_%ld_mp_rank_%ld_model_states.pt", rc.dp, mp), v,
+        c.file(d + "/" + format_text("zero_pp_rank_%d_mp_rank_%ld_model_states.pt", rc.dp, mp), v,
                std::move(weights), 0);
       }
     }
     if (!optim.empty())
-      c.file(d + "/" + fmt2("zero_pp_rank_%ld_mp_rank_%ld_optim_states.pt", rc.dp, mp), v,
+      c.file(d + "/" + format_text("zero_pp_rank_%d_mp_rank_%ld_optim_states.pt", rc.dp, mp), v,
              std::move(optim), 0);
   }
 }

@@ -119,12 +119,6 @@ std::string shard_label(const ModelDesc& m, const Shard& s) {
 
 namespace {
 
-std::string fmt(const char* f, long a) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, a);
-  return buf;
-}
-
 // A file of the global plan with all its extents (of every writer).
 struct GFile {
   std::string path;
@@ -225,7 +219,7 @@ struct Builder {
     for (int v = 0; v < V; v++) {
       const auto& sh = plan.shards[v].shards;
       if (sh.empty()) continue;
-      std::string dir = fmt("rank_%05ld", v);
+      std::string dir = format_text("rank_%05d", v);
       dirs.insert(dir);
       for (size_t i = 0; i < sh.size(); i++) {
         GFile f;
@@ -256,20 +250,20 @@ struct Builder {
       std::vector<int> weights, optim;
       for (size_t i = 0; i < rs.shards.size(); i++)
         (rs.shards[i].kind == StateKind::weights ? weights : optim).push_back(static_cast<int>(i));
-      std::string mp = fmt("mp_rank_%02ld", mp_of(rs.coord));
+      std::string mp = format_text("mp_rank_%02d", mp_of(rs.coord));
       std::string prefix = in.state.weight_dtype == DType::bf16 ? "bf16_" : "";
       if (!weights.empty()) {
         GFile f;
-        f.path = par.zero_stage == 3
-                     ? prefix + fmt("zero_pp_rank_%ld_", rs.coord.dp) + mp + "_model_states.pt"
-                     : mp + "_model_states.pt";
+        f.path = par.zero_stage == 3 ? prefix + format_text("zero_pp_rank_%d_", rs.coord.dp) + mp +
+                                           "_model_states.pt"
+                                     : mp + "_model_states.pt";
         uint64_t cursor = 0;
         append(f, cursor, v, weights, real_of(v));
         if (!f.extents.empty()) files.push_back(std::move(f));
       }
       if (!optim.empty()) {
         GFile f;
-        f.path = prefix + fmt("zero_pp_rank_%ld_", rs.coord.dp) + mp + "_optim_states.pt";
+        f.path = prefix + format_text("zero_pp_rank_%d_", rs.coord.dp) + mp + "_optim_states.pt";
         uint64_t cursor = 0;
         append(f, cursor, v, optim, real_of(v));
         if (!f.extents.empty()) files.push_back(std::move(f));
@@ -289,8 +283,8 @@ struct Builder {
       if (vr.empty()) continue;
       std::string path = k == V && in.layout.kind == LayoutKind::shared_file
                              ? std::string("checkpoint.ckpt")
-                         : k == 1 ? fmt("rank_%05ld.ckpt", g)
-                                  : fmt("group_%05ld.ckpt", g);
+                         : k == 1 ? format_text("rank_%05d.ckpt", g)
+                                  : format_text("group_%05d.ckpt", g);
       group_file(path, vr, -1);
     }
   }
@@ -342,7 +336,7 @@ struct Builder {
         if (in.node_of_rank[real_of(v)] == n && !plan.shards[v].shards.empty()) vr.push_back(v);
       if (vr.empty()) continue;
       GFile f;
-      f.path = fmt("node_%04ld.ckpt", n);
+      f.path = format_text("node_%04d.ckpt", n);
       uint64_t cursor = 0;
       for (int v : vr) append(f, cursor, v, all_items(v), real_of(v));
       add_index(f, cursor, leader);
@@ -506,7 +500,7 @@ struct Builder {
           p.padded = take;
           p.length = pos >= e.length ? 0 : std::min(take, e.length - pos);
           GFile& g = parts[c];
-          if (g.path.empty()) g.path = f.path + fmt(".chunk%05ld", static_cast<long>(c));
+          if (g.path.empty()) g.path = f.path + format_text(".chunk%05ld", static_cast<long>(c));
           if (p.length > 0 || p.padded > 0) g.extents.push_back(p);
           pos += take;
         }

@@ -1,7 +1,6 @@
 #include "ckptbench/plan/read_dir.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <optional>
 #include <regex>
@@ -9,6 +8,7 @@
 
 #include "ckptbench/base/error.hpp"
 #include "ckptbench/base/jsonread.hpp"
+#include "ckptbench/base/units.hpp"
 
 namespace ckpt {
 
@@ -330,20 +330,15 @@ ReadDirAssignment deepspeed_rule(const DirFiles& files, int world,
     if (it == files_of.end()) throw NotApplicable{"no " + name + " in " + shown(tag)};
     return it->second;
   };
-  // The names as DeepSpeed writes them (mp_rank two digits: mp_rank_00_model_states.pt).
-  auto mp_text = [](int mp) {
-    char b[16];
-    std::snprintf(b, sizeof b, "%02d", mp);
-    return std::string(b);
-  };
   for (int r = 0; r < world; r++) {
     const int mp = r % MP, dp = r / MP;
-    const std::string zr = "zero_pp_rank_" + std::to_string(dp) + "_mp_rank_" + mp_text(mp);
+    const std::string zr = "zero_pp_rank_" + std::to_string(dp) + "_mp_rank_" +
+                           format_text("%02d", mp);  // as DeepSpeed writes it: mp_rank_00
     auto& mine = a.reads[static_cast<size_t>(r)];
     if (z3)
       mine.push_back(take(t.z3model, std::pair{dp, mp}, zr + "_model_states.pt"));
     else
-      mine.push_back(take(t.model, mp, "mp_rank_" + mp_text(mp) + "_model_states.pt"));
+      mine.push_back(take(t.model, mp, format_text("mp_rank_%02d_model_states.pt", mp)));
     if (zero) mine.push_back(take(t.optim, std::pair{dp, mp}, zr + "_optim_states.pt"));
   }
   a.description =

@@ -17,6 +17,10 @@ std::string format_bytes(uint64_t bytes);
 // (parameter counts: a 3.7 M-parameter model never shows as "0.00B").
 std::string format_count(uint64_t n);
 
+// printf into a string, for short texts (file names, numbers): at most 255 characters. The
+// compiler checks the arguments against a literal format.
+std::string format_text(const char* f, ...) __attribute__((format(printf, 1, 2)));
+
 // The current UTC time as ISO 8601 with a Z, to the second (2026-12-06T23:03:19Z).
 std::string utc_now();
 
