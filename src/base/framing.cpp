@@ -7,13 +7,18 @@
 
 namespace ckpt {
 
-Framing parse_framing(const std::string& s) {
-  if (s == "none") return Framing::none;
-  if (s == "torch-zip") return Framing::torch_zip;
-  throw ConfigError("'framing': unknown value '" + s + "' (allowed: none, torch-zip)");
+const EnumNames<Framing>& framing_names() {
+  static const EnumNames<Framing> n = {{Framing::none, "none"}, {Framing::torch_zip, "torch-zip"}};
+  return n;
 }
 
-std::string framing_name(Framing f) { return f == Framing::torch_zip ? "torch-zip" : "none"; }
+Framing parse_framing(const std::string& s) {
+  if (auto f = framing_names().find(s)) return *f;
+  throw ConfigError("'framing': unknown value '" + s + "' (allowed: " + framing_names().list() +
+                    ")");
+}
+
+std::string framing_name(Framing f) { return framing_names().name(f); }
 
 std::string torch_archive_name(const std::string& path) {
   // PyTorchStreamWriter's basename(): after the last '/', before the last '.'.

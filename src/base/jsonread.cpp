@@ -187,10 +187,14 @@ std::string ObjectReader::choice(const std::string& key, const std::string& def,
   std::string v = str(key, def);
   for (const auto& a : allowed)
     if (a == v) return v;
-  std::string list;
-  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
   throw ConfigError("'" + key_path(key) + "': unknown value '" + text_excerpt(v) +
-                    "' (allowed: " + list + ")");
+                    "' (allowed: " + join_names(allowed) + ")");
+}
+
+std::string join_names(const std::vector<std::string>& names) {
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  return list;
 }
 
 std::optional<bool> ObjectReader::opt_boolean(const std::string& key) {

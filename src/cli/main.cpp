@@ -837,7 +837,8 @@ int cmd_backends(bool as_json) {
       out.push_back({{"name", b.name},
                      {"description", b.description},
                      {"status", j[b.name].get<std::string>()},
-                     {"usable", j[b.name].get<std::string>() == "ok"}});
+                     {"usable", j[b.name].get<std::string>() == "ok"},
+                     {"options", b.not_built.empty() ? json(b.option_keys) : json(nullptr)}});
     std::cout << json_text(out, 2) << "\n";
     return 0;
   }
@@ -846,6 +847,26 @@ int cmd_backends(bool as_json) {
     std::printf("%-10s %-4s %s%s\n", b.name.c_str(), st == "ok" ? "ok" : "no",
                 b.description.c_str(), st == "ok" ? "" : (" — " + st).c_str());
   }
+  return 0;
+}
+
+// The config keys as the option tables declare them (cli/keys.hpp).
+int cmd_keys(bool as_json) {
+  const json keys = config_keys_json();
+  if (as_json) {
+    std::cout << json_text(keys, 2) << "\n";
+    return 0;
+  }
+  for (const auto& k : keys) {
+    const json& d = k["default"];
+    const std::string def = d.is_null() ? "-" : d.is_string() ? d.get<std::string>() : d.dump();
+    std::printf("%-5s %-17s %-10s %s\n", k["scope"].get<std::string>().c_str(),
+                k["name"].get<std::string>().c_str(), def.c_str(),
+                k["help"].get<std::string>().c_str());
+  }
+  std::printf(
+      "\nEach backend's own options: `ckptbench backends --json`; docs/config.md has the "
+      "reference.\n");
   return 0;
 }
 
@@ -907,7 +928,13 @@ int run_command(int argc, char** argv) {
       app.add_subcommand("backends", "List the I/O backends and whether each works here");
   bool bjson = false;
   backends->add_flag("--json", bjson,
-                     "Print JSON: [{name, description, status (\"ok\" or why not)}]");
+                     "Print JSON: [{name, description, status (\"ok\" or why not), usable, "
+                     "options (the keys of its config section; null when not built)}]");
+  auto* keys = app.add_subcommand(
+      "keys", "List the config keys: scope, default and a line of help (docs/config.md: more)");
+  bool kjson = false;
+  keys->add_flag("--json", kjson,
+                 "Print JSON: [{name, scope (run|point), type, default, allowed, help}]");
   CharacterizeArgs charz;
   add_characterize(app, charz);
   auto* defcfg = app.add_subcommand("default-config", "Print the embedded default config");
@@ -921,6 +948,7 @@ int run_command(int argc, char** argv) {
     if (*plan.cmd) return dispatch_plan(plan);
     if (*models) return cmd_models(mjson);
     if (*backends) return cmd_backends(bjson);
+    if (*keys) return cmd_keys(kjson);
     if (*defcfg) {
       std::cout << json_text(default_config(), 2) << "\n";
       return 0;

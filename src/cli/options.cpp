@@ -5,28 +5,12 @@
 #include "ckptbench/base/error.hpp"
 #include "ckptbench/base/jsonread.hpp"
 #include "ckptbench/base/units.hpp"
+#include "ckptbench/cli/keys.hpp"
 #include "ckptbench/fs/lustre.hpp"
 #include "ckptbench/io/backend.hpp"
 #include "ckptbench/plan/config.hpp"
 
 namespace ckpt {
-
-// The point keys, then one option section per registered backend (named after it).
-const std::vector<std::string>& point_keys() {
-  static const std::vector<std::string> k = [] {
-    std::vector<std::string> v = {
-        "model",          "parallelism", "layout",        "chunk_size",  "ranks_per_file",
-        "ranks_per_node", "backend",     "block_size",    "transfer",    "queue_depth",
-        "direct",         "sync",        "align",         "preallocate", "cache",
-        "stripe_count",   "stripe_size", "stripe_pool",   "preset",      "dcp",
-        "region_align",   "save_mode",   "staging_bytes", "compute_s",   "compute_kind",
-        "checkpoints",    "keep_last",   "restore",       "object_size", "framing",
-        "framework_cpu",  "source"};
-    for (const auto& b : backend_registry()) v.push_back(b.name);
-    return v;
-  }();
-  return k;
-}
 
 const std::vector<Preset>& presets() {
   // What real frameworks do, as layouts and options. A preset only fills keys the config does
@@ -123,13 +107,6 @@ const std::vector<Preset>& presets() {
         {"transfer", "per-tensor"}}},
   };
   return p;
-}
-
-const std::vector<std::string>& run_keys() {
-  static const std::vector<std::string> k = {
-      "target",  "repetitions",      "verify", "keep",    "strict",          "timeout_s", "name",
-      "comment", "free_space_check", "sweep",  "exclude", "stall_timeout_s", "target_fs", "limits"};
-  return k;
 }
 
 const nlohmann::json& default_config() {
@@ -251,192 +228,6 @@ json apply_preset(const json& pj) {
   throw ConfigError("'preset': unknown value '" + text_excerpt(name) + "' (allowed: " + list + ")");
 }
 
-// The chosen values as the config spells them, for the resolved JSON.
-struct PointText {
-  // Empty when absent: what the layout's writers do (resolved once the backend is known).
-  std::string transfer;
-  std::string sync, framing, source, cache, save_mode;
-};
-
-void read_model_and_layout(ObjectReader& r, PointConfig& p) {
-  const json* model = r.raw("model");
-  if (!model) throw ConfigError("missing key 'model' (a zoo name like \"llama2-7b\" or an object)");
-  p.model = parse_model_config(*model, "model");
-  const json* par = r.raw("parallelism");
-  p.parallelism = parse_parallelism(par ? *par : json::object(), "parallelism");
-  // DLIO sizing writes DLIO's files unless the config asks for another layout.
-  p.layout.kind =
-      parse_layout(r.str("layout", p.model.sizing == "dlio" ? "dlio" : "file-per-shard"));
-  p.layout.chunk_size = r.size("chunk_size", 0, true);
-  p.layout.ranks_per_file = static_cast<int>(r.integer("ranks_per_file", 0, 0, 1 << 24));
-  p.ranks_per_node = static_cast<int>(r.integer("ranks_per_node", 0, 0, 1 << 20));
-}
-
-// `pj_in` is the point as given, `pj` the point with its preset applied.
-void read_backend(ObjectReader& r, const json& pj_in, const json& pj, PointConfig& p) {
-  std::vector<std::string> names;
-  for (const auto& b : backend_registry()) names.push_back(b.name);
-  p.backend = r.choice("backend", "posix", names);
-  if (const BackendFactory& bf = find_backend(p.backend); !bf.not_built.empty()) {
-    // Refused before anything else is checked: the backend's options cannot be read.
-    std::string built;
-    for (const auto& b : backend_registry())
-      if (b.not_built.empty()) built += (built.empty() ? "" : ", ") + b.name;
-    const bool from_preset = !pj_in.contains("backend") && pj.contains("preset");
-    throw ConfigError("'backend': \"" + p.backend + "\"" +
-                      (from_preset ? " (set by preset \"" + pj["preset"].get<std::string>() + "\")"
-                                   : std::string()) +
-                      " cannot be used: " + bf.not_built + "; this ckptbench has: " + built);
-  }
-}
-
-// block_size, transfer, queue_depth, direct, sync, align and region_align.
-void read_request_options(ObjectReader& r, PointConfig& p, PointText& t) {
-  p.block_size = r.size("block_size", 1 << 20);
-  if (p.block_size > (1ull << 31))
-    throw ConfigError("'block_size': " + format_bytes(p.block_size) +
-                      " is too large (allowed: up to 2 GiB per transfer)");
-  if (p.block_size < 512 || p.block_size % 512 != 0)
-    throw ConfigError("'block_size': " + std::to_string(p.block_size) +
-                      " is not allowed (a multiple of 512 bytes, from 512 to 2 GiB; e.g. 4K, 1M)");
-  // Absent: what the layout's writers do (resolved below, once the backend is known).
-  t.transfer =
-      r.raw("transfer") ? r.choice("transfer", "", {"stream", "per-tensor"}) : std::string();
-  p.queue_depth = static_cast<int>(r.integer("queue_depth", 1, 1, 4096));
-  p.direct = r.boolean("direct", false);
-  t.sync = r.choice("sync", "end", {"none", "file", "end"});
-  p.sync = t.sync == "none"   ? SyncPolicy::none
-           : t.sync == "file" ? SyncPolicy::file
-                              : SyncPolicy::end;
-  p.align = r.size("align", 0, true);
-  if (p.align != 0 && (!is_pow2(p.align) || p.align < 512))
-    throw ConfigError("'align': " + std::to_string(p.align) +
-                      " is not allowed (a power of two >= 512, or 0 for the file system's value)");
-  if (const json* ra = r.raw("region_align"); ra && ra->is_string() && *ra == "auto") {
-    p.region_align = PointConfig::kRegionAlignAuto;
-  } else if (ra) {
-    p.region_align = r.size("region_align", 0, true);
-    if (p.region_align % 512 != 0)
-      throw ConfigError("'region_align': " + std::to_string(p.region_align) +
-                        " is not allowed (\"auto\", 0 for packed regions, or a multiple of 512 "
-                        "bytes such as 1M or the stripe size)");
-  }
-}
-
-// preallocate, framing, framework_cpu, source, cache, striping and object_size.
-void read_file_options(ObjectReader& r, PointConfig& p, PointText& t) {
-  p.preallocate = r.boolean("preallocate", true);
-  t.framing = r.choice("framing", "none", {"none", "torch-zip"});
-  p.layout.framing = parse_framing(t.framing);
-  p.framework_cpu = r.boolean("framework_cpu", false);
-  t.source = r.choice("source", "pool", {"pool", "shard"});
-  p.source = parse_source(t.source);
-  if (p.framework_cpu && p.layout.framing == Framing::none)
-    throw ConfigError(
-        "'framework_cpu': models the CPU work of torch.save's stream (a CRC-32 over "
-        "each record); it needs framing \"torch-zip\"");
-  if (p.layout.framing != Framing::none && p.direct)
-    throw ConfigError(
-        "'framing': torch-zip replays torch.save's buffered stream (requests at any "
-        "offset and of any length); it cannot run with direct=true (set \"framing\": "
-        "\"none\" to write the framework's files unframed with O_DIRECT)");
-  t.cache =
-      r.choice("cache", "auto", {"auto", "direct", "fadvise", "rank-shift", "drop-caches", "none"});
-  p.cache = t.cache == "auto"          ? CacheMode::auto_
-            : t.cache == "direct"      ? CacheMode::direct
-            : t.cache == "fadvise"     ? CacheMode::fadvise
-            : t.cache == "rank-shift"  ? CacheMode::rank_shift
-            : t.cache == "drop-caches" ? CacheMode::drop_caches
-                                       : CacheMode::none;
-  p.stripe_count = static_cast<int>(r.integer("stripe_count", 0, -1, 65535));
-  p.stripe_size = r.size("stripe_size", 0, true);
-  p.stripe_pool = r.str("stripe_pool", "");
-  p.object_size = r.size("object_size", 0, true);
-}
-
-void read_dcp(ObjectReader& r, PointConfig& p) {
-  const json* dcp = r.raw("dcp");
-  if (!dcp) return;
-  if (p.layout.kind != LayoutKind::torch_dcp && p.layout.kind != LayoutKind::megatron_dist)
-    throw ConfigError(
-        "'dcp': options of PyTorch DCP's FileSystemWriter apply to layouts "
-        "'torch-dcp' and 'megatron-dist' only, not '" +
-        layout_name(p.layout.kind) + "'");
-  if (!dcp->is_object())
-    throw ConfigError(
-        "'dcp': expected an object {\"thread_count\": N, "
-        "\"single_file_per_rank\": true|false, \"replicas\": \"balanced\"|\"lowest-rank\"}, "
-        "got " +
-        json_type_name(*dcp));
-  ObjectReader d(*dcp, "dcp");
-  d.allow("comment");
-  p.layout.dcp_threads = static_cast<int>(d.integer("thread_count", 0, 1, 1024));
-  p.layout.dcp_single_file = d.boolean("single_file_per_rank", true);
-  const std::string rep = d.choice("replicas", "balanced", {"balanced", "lowest-rank"});
-  if (rep != "balanced" && p.layout.kind == LayoutKind::megatron_dist)
-    throw ConfigError(
-        "'dcp.replicas': \"" + rep +
-        "\" applies to layout 'torch-dcp'; megatron-dist spreads replicated tensors over the "
-        "data-parallel ranks itself (its fully parallel save)");
-  p.layout.dcp_balanced = rep == "balanced";
-  d.finish();
-}
-
-// Backend sections: only the chosen backend's section is parsed (by the backend's validate,
-// later). The others stay unused at this point, but a key none of them knows is still a typo and
-// an error: a sweep over backends would otherwise run with a misspelt option ignored.
-void read_backend_sections(ObjectReader& r, PointConfig& p) {
-  for (const auto& b : backend_registry()) {
-    const json* sec = r.raw(b.name);
-    if (!sec) continue;
-    if (!sec->is_object())
-      throw ConfigError("'" + b.name + "': expected an object of " + b.name + " options, got " +
-                        json_type_name(*sec));
-    if (b.name == p.backend) {
-      p.backend_options = *sec;
-      continue;
-    }
-    // A backend this build leaves out: its option keys are not known here (a config may carry
-    // the section for the builds that have it).
-    if (!b.not_built.empty()) continue;
-    ObjectReader unused(*sec, b.name);
-    for (const auto& k : b.option_keys) unused.allow(k);
-    unused.finish();
-  }
-}
-
-// Checkpoint lifecycle: save_mode, staging_bytes, compute, checkpoints, keep_last, restore.
-void read_lifecycle(ObjectReader& r, PointConfig& p, PointText& t) {
-  t.save_mode = r.choice("save_mode", "sync", {"sync", "async"});
-  p.save_mode = t.save_mode == "async" ? SaveMode::async : SaveMode::sync;
-  if (const json* sb = r.raw("staging_bytes"); sb && !(sb->is_string() && *sb == "auto")) {
-    p.staging_bytes = r.size("staging_bytes", 0);
-    if (p.staging_bytes < (64u << 10))
-      throw ConfigError("'staging_bytes': " + std::to_string(p.staging_bytes) +
-                        " is too small (allowed: \"auto\" or at least 64K of host staging memory "
-                        "per rank)");
-  }
-  p.compute_s = r.number("compute_s", 0, 0, 86400);
-  p.compute_kind = r.choice("compute_kind", "cpu", {"cpu", "sleep"}) == "sleep" ? ComputeKind::sleep
-                                                                                : ComputeKind::cpu;
-  p.checkpoints = static_cast<int>(r.integer("checkpoints", 1, 1, 1000));
-  p.keep_last = static_cast<int>(r.integer("keep_last", 0, 0, 1000));
-  if (const json* rv = r.raw("restore")) {
-    ObjectReader rr(*rv, "restore");
-    rr.allow("comment");
-    if (const json* rp = rr.raw("parallelism")) {
-      p.restore.parallelism = parse_parallelism(*rp, "restore.parallelism");
-      p.restore.has_parallelism = true;
-    }
-    p.restore.weights_only = rr.boolean("weights_only", false);
-    p.restore.method = rr.choice("method", "read", {"read", "mmap"}) == "mmap"
-                           ? RestoreMethod::mmap
-                           : RestoreMethod::read;
-    rr.finish();
-    p.restore.reshard = p.restore.has_parallelism || p.restore.weights_only;
-  }
-}
-
 void check_shard_source(const PointConfig& p) {
   if (p.source != SourceMode::shard) return;
   auto refuse = [](const std::string& why) {
@@ -532,78 +323,22 @@ void check_backend(PointConfig& p, const std::string& transfer) {
   bf.validate(p);
 }
 
-// The point as run, every key with its value (`pj`: the point with its preset applied).
-json resolved_point(const PointConfig& p, const PointText& t, const json& pj) {
-  json res;
-  res["model"] = model_config_to_json(p.model);
-  res["parallelism"] = parallelism_to_json(p.parallelism);
-  res["layout"] = layout_name(p.layout.kind);
-  res["chunk_size"] = p.layout.chunk_size;
-  res["ranks_per_file"] = p.layout.ranks_per_file;
-  if (p.layout.kind == LayoutKind::torch_dcp || p.layout.kind == LayoutKind::megatron_dist)
-    res["dcp"] = {{"thread_count", p.layout.dcp_threads > 0 ? p.layout.dcp_threads
-                                   : p.layout.kind == LayoutKind::megatron_dist ? 2
-                                                                                : 1},
-                  {"single_file_per_rank", p.layout.dcp_single_file},
-                  {"replicas", p.layout.dcp_balanced ? "balanced" : "lowest-rank"}};
-  res["ranks_per_node"] = p.ranks_per_node;
-  res["backend"] = p.backend;
-  res["block_size"] = p.block_size;
-  res["transfer"] = transfer_mode_name(p.transfer);
-  res["queue_depth"] = p.queue_depth;
-  res["direct"] = p.direct;
-  res["sync"] = t.sync;
-  res["align"] = p.align;
-  res["region_align"] =
-      p.region_align == PointConfig::kRegionAlignAuto ? json("auto") : json(p.region_align);
-  res["preallocate"] = p.preallocate;
-  res["framing"] = t.framing;
-  res["framework_cpu"] = p.framework_cpu;
-  res["source"] = t.source;
-  res["cache"] = t.cache;
-  res["stripe_count"] = p.stripe_count;
-  res["stripe_size"] = p.stripe_size;
-  res["stripe_pool"] = p.stripe_pool;
-  res["object_size"] = p.object_size;
-  res["save_mode"] = t.save_mode;
-  res["staging_bytes"] = p.staging_bytes == 0 ? json("auto") : json(p.staging_bytes);
-  res["compute_s"] = p.compute_s;
-  res["compute_kind"] = p.compute_kind == ComputeKind::sleep ? "sleep" : "cpu";
-  res["checkpoints"] = p.checkpoints;
-  res["keep_last"] = p.keep_last;
-  {
-    json rj = {{"weights_only", p.restore.weights_only},
-               {"method", p.restore.method == RestoreMethod::mmap ? "mmap" : "read"}};
-    rj["parallelism"] =
-        p.restore.has_parallelism ? parallelism_to_json(p.restore.parallelism) : json(nullptr);
-    res["restore"] = rj;
-  }
-  res[p.backend] = p.backend_options;
-  if (pj.contains("preset")) res["preset"] = pj["preset"];
-  return res;
-}
-
 PointConfig parse_point(const json& pj_in) {
   PointConfig p;
   const json pj = apply_preset(pj_in);
   ObjectReader r(pj, "");
-  r.allow("preset");
   for (const auto& k : run_keys()) r.allow(k);
-  // The keys are read (and checked) in this order: the first error a config hits is the same
-  // from one version to the next.
-  PointText t;
-  read_model_and_layout(r, p);
-  read_backend(r, pj_in, pj, p);
-  read_request_options(r, p, t);
-  read_file_options(r, p, t);
-  read_dcp(r, p);
-  read_backend_sections(r, p);
-  read_lifecycle(r, p, t);
+  // The keys are read (and checked) in the table's order (cli/keys.cpp).
+  PointRead in{p, pj_in, pj, {}};
+  for (const auto& o : point_options()) o.read(r, o.name, in);
   r.finish();
 
   check_cross_keys(p);
-  check_backend(p, t.transfer);
-  p.resolved = resolved_point(p, t, pj);
+  check_backend(p, in.transfer);
+  // The point as run, every key with its value.
+  p.resolved = json::object();
+  for (const auto& o : point_options())
+    if (json v = o.echo(p); !v.is_discarded()) p.resolved[o.name] = std::move(v);
   return p;
 }
 
@@ -616,36 +351,6 @@ bool matches_exclude(const json& params, const json& ex) {
 }
 
 using SweepAxes = std::vector<std::pair<std::string, json>>;
-
-void read_verify(ObjectReader& r, RunConfig& rc) {
-  const json* v = r.raw("verify");
-  if (!v) return;
-  const bool ok_bool = v->is_boolean();
-  const std::string w = v->is_string() ? v->get<std::string>() : "";
-  if (!ok_bool && w != "inline" && w != "after" && w != "off")
-    throw ConfigError(
-        "'verify': expected true, false, \"inline\" (true: inside the timed "
-        "restore), \"after\" (after it, source \"shard\" only) or \"off\", got " +
-        (v->is_string() ? "\"" + text_excerpt(w) + "\"" : json_excerpt(*v, 80)));
-  rc.verify = ok_bool ? v->get<bool>() : w != "off";
-  rc.verify_after = w == "after";
-}
-
-// The run-level keys (all but sweep and exclude).
-void read_run_keys(ObjectReader& r, RunConfig& rc) {
-  rc.target = r.str("target", "");
-  rc.repetitions = static_cast<int>(r.integer("repetitions", 1, 1, 10000));
-  read_verify(r, rc);
-  rc.keep = r.boolean("keep", false);
-  rc.strict = r.boolean("strict", false);
-  rc.target_fs = r.str("target_fs", "");
-  rc.timeout_s = r.number("timeout_s", 0, 0, 1e7);
-  rc.stall_timeout_s = r.number("stall_timeout_s", 300, 0, 1e7);
-  rc.free_space_check = r.boolean("free_space_check", true);
-  rc.name = r.str("name", "");
-  rc.comment = r.str("comment", "");
-  rc.limits = parse_plan_limits(r.raw("limits"));
-}
 
 SweepAxes sweep_axes(const json& doc, const json* sweep) {
   SweepAxes axes;
@@ -768,18 +473,8 @@ void check_verify_after(const RunConfig& rc) {
 // The first point's resolved keys, then the run-level keys.
 json resolved_run(const RunConfig& rc, const json* sweep, const json* exclude) {
   json res = rc.points.front().resolved;
-  res["target"] = rc.target;
-  res["repetitions"] = rc.repetitions;
-  res["verify"] = rc.verify_after ? json("after") : json(rc.verify);
-  res["keep"] = rc.keep;
-  res["strict"] = rc.strict;
-  res["target_fs"] = rc.target_fs;
-  res["timeout_s"] = rc.timeout_s;
-  res["stall_timeout_s"] = rc.stall_timeout_s;
-  res["free_space_check"] = rc.free_space_check;
-  res["name"] = rc.name;
-  res["comment"] = rc.comment;
-  res["limits"] = plan_limits_json(rc.limits);
+  for (const auto& o : run_options())
+    if (json v = o.echo(rc); !v.is_discarded()) res[o.name] = std::move(v);
   if (sweep) res["sweep"] = *sweep;
   if (exclude) res["exclude"] = *exclude;
   return res;
@@ -791,7 +486,7 @@ RunConfig parse_config(const json& doc) {
   RunConfig rc;
   ObjectReader r(doc, "");
   for (const auto& k : point_keys()) r.allow(k);
-  read_run_keys(r, rc);
+  for (const auto& o : run_options()) o.read(r, o.name, rc);
   const json* sweep = r.raw("sweep");
   const json* exclude = r.raw("exclude");
   r.finish();

@@ -4,35 +4,42 @@
 
 namespace ckpt {
 
-std::string sync_name(SyncPolicy s) {
-  switch (s) {
-    case SyncPolicy::none:
-      return "none";
-    case SyncPolicy::file:
-      return "file";
-    case SyncPolicy::end:
-      return "end";
-  }
-  return "?";
+const EnumNames<SourceMode>& source_names() {
+  static const EnumNames<SourceMode> n = {{SourceMode::pool, "pool"}, {SourceMode::shard, "shard"}};
+  return n;
+}
+const EnumNames<SyncPolicy>& sync_names() {
+  static const EnumNames<SyncPolicy> n = {
+      {SyncPolicy::none, "none"}, {SyncPolicy::file, "file"}, {SyncPolicy::end, "end"}};
+  return n;
+}
+const EnumNames<CacheMode>& cache_names() {
+  static const EnumNames<CacheMode> n = {{CacheMode::auto_, "auto"},
+                                         {CacheMode::direct, "direct"},
+                                         {CacheMode::fadvise, "fadvise"},
+                                         {CacheMode::rank_shift, "rank-shift"},
+                                         {CacheMode::drop_caches, "drop-caches"},
+                                         {CacheMode::none, "none"}};
+  return n;
+}
+const EnumNames<SaveMode>& save_mode_names() {
+  static const EnumNames<SaveMode> n = {{SaveMode::sync, "sync"}, {SaveMode::async, "async"}};
+  return n;
+}
+const EnumNames<ComputeKind>& compute_kind_names() {
+  static const EnumNames<ComputeKind> n = {{ComputeKind::cpu, "cpu"},
+                                           {ComputeKind::sleep, "sleep"}};
+  return n;
+}
+const EnumNames<RestoreMethod>& restore_method_names() {
+  static const EnumNames<RestoreMethod> n = {{RestoreMethod::read, "read"},
+                                             {RestoreMethod::mmap, "mmap"}};
+  return n;
 }
 
-std::string cache_name(CacheMode c) {
-  switch (c) {
-    case CacheMode::auto_:
-      return "auto";
-    case CacheMode::direct:
-      return "direct";
-    case CacheMode::fadvise:
-      return "fadvise";
-    case CacheMode::rank_shift:
-      return "rank-shift";
-    case CacheMode::drop_caches:
-      return "drop-caches";
-    case CacheMode::none:
-      return "none";
-  }
-  return "?";
-}
+std::string sync_name(SyncPolicy s) { return sync_names().name(s); }
+std::string cache_name(CacheMode c) { return cache_names().name(c); }
+std::string source_name(SourceMode m) { return source_names().name(m); }
 
 bool pads_to_align(const PointConfig& pc) {
   return pc.direct || pc.transfer == TransferMode::stream;
@@ -70,13 +77,5 @@ StripeRequest stripe_request(const PointConfig& pc) {
   r.object_size = pc.object_size;
   return r;
 }
-
-SourceMode parse_source(const std::string& s) {
-  if (s == "pool") return SourceMode::pool;
-  if (s == "shard") return SourceMode::shard;
-  throw ConfigError("'source': unknown value '" + s + "' (allowed: pool, shard)");
-}
-
-std::string source_name(SourceMode m) { return m == SourceMode::shard ? "shard" : "pool"; }
 
 }  // namespace ckpt

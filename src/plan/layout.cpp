@@ -11,31 +11,31 @@
 
 namespace ckpt {
 
-const std::vector<std::string>& layout_names() {
-  static const std::vector<std::string> n = {"file-per-tensor",
-                                             "file-per-shard",
-                                             "aggregated-rank",
-                                             "aggregated-node",
-                                             "shared-file",
-                                             "deepspeed",
-                                             "megatron",
-                                             "megatron-dist",
-                                             "torch-dcp",
-                                             "torchsnapshot",
-                                             "dlio"};
+const EnumNames<LayoutKind>& layout_kind_names() {
+  using K = LayoutKind;
+  static const EnumNames<K> n = {{K::file_per_tensor, "file-per-tensor"},
+                                 {K::file_per_shard, "file-per-shard"},
+                                 {K::aggregated_rank, "aggregated-rank"},
+                                 {K::aggregated_node, "aggregated-node"},
+                                 {K::shared_file, "shared-file"},
+                                 {K::deepspeed, "deepspeed"},
+                                 {K::megatron, "megatron"},
+                                 {K::megatron_dist, "megatron-dist"},
+                                 {K::torch_dcp, "torch-dcp"},
+                                 {K::torchsnapshot, "torchsnapshot"},
+                                 {K::dlio, "dlio"}};
   return n;
 }
 
+std::vector<std::string> layout_names() { return layout_kind_names().names(); }
+
 LayoutKind parse_layout(const std::string& name) {
-  const auto& n = layout_names();
-  for (size_t i = 0; i < n.size(); i++)
-    if (n[i] == name) return static_cast<LayoutKind>(i);
-  std::string list;
-  for (const auto& x : n) list += (list.empty() ? "" : ", ") + x;
-  throw ConfigError("'layout': unknown value '" + text_excerpt(name) + "' (allowed: " + list + ")");
+  if (auto k = layout_kind_names().find(name)) return *k;
+  throw ConfigError("'layout': unknown value '" + text_excerpt(name) +
+                    "' (allowed: " + layout_kind_names().list() + ")");
 }
 
-std::string layout_name(LayoutKind k) { return layout_names()[static_cast<size_t>(k)]; }
+std::string layout_name(LayoutKind k) { return layout_kind_names().name(k); }
 
 nlohmann::json plan_stats_json(const PlanStats& st) {
   nlohmann::json hist = nlohmann::json::object();

@@ -88,7 +88,11 @@ uint64_t scaled_padding(uint64_t numel, DType dt, double scale) {
   return dtype_bytes(dt, static_cast<uint64_t>(std::llround(static_cast<double>(numel) * scale)));
 }
 
-std::string order_name(RankOrder o) { return o == RankOrder::tp_dp_pp ? "tp-dp-pp" : "tp-pp-dp"; }
+const EnumNames<RankOrder>& rank_order_names() {
+  static const EnumNames<RankOrder> n = {{RankOrder::tp_dp_pp, "tp-dp-pp"},
+                                         {RankOrder::tp_pp_dp, "tp-pp-dp"}};
+  return n;
+}
 
 }  // namespace
 
@@ -113,9 +117,7 @@ Parallelism parse_parallelism(const nlohmann::json& v, const std::string& path) 
     }
   }
   p.zero_stage = static_cast<int>(r.integer("zero_stage", 0, 0, 3));
-  p.order = r.choice("rank_order", "tp-dp-pp", {"tp-dp-pp", "tp-pp-dp"}) == "tp-dp-pp"
-                ? RankOrder::tp_dp_pp
-                : RankOrder::tp_pp_dp;
+  p.order = r.choice("rank_order", RankOrder::tp_dp_pp, rank_order_names());
   p.emulate_world = static_cast<int>(r.integer("emulate_world", 0, 0, 1 << 30));
   r.finish();
   // The world tp*pp*dp (and tp*pp when dp is "auto") must fit the largest world ckptbench
@@ -137,7 +139,7 @@ nlohmann::json parallelism_to_json(const Parallelism& p) {
   else
     j["dp"] = p.dp;
   j["zero_stage"] = p.zero_stage;
-  j["rank_order"] = order_name(p.order);
+  j["rank_order"] = rank_order_names().name(p.order);
   j["emulate_world"] = p.emulate_world;
   return j;
 }

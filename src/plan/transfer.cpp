@@ -6,14 +6,18 @@
 
 namespace ckpt {
 
-std::string transfer_mode_name(TransferMode m) {
-  return m == TransferMode::stream ? "stream" : "per-tensor";
+const EnumNames<TransferMode>& transfer_mode_names() {
+  static const EnumNames<TransferMode> n = {{TransferMode::stream, "stream"},
+                                            {TransferMode::per_tensor, "per-tensor"}};
+  return n;
 }
 
+std::string transfer_mode_name(TransferMode m) { return transfer_mode_names().name(m); }
+
 TransferMode parse_transfer_mode(const std::string& s) {
-  if (s == "stream") return TransferMode::stream;
-  if (s == "per-tensor") return TransferMode::per_tensor;
-  throw ConfigError("'transfer': unknown value '" + s + "' (allowed: stream, per-tensor)");
+  if (auto m = transfer_mode_names().find(s)) return *m;
+  throw ConfigError("'transfer': unknown value '" + s +
+                    "' (allowed: " + transfer_mode_names().list() + ")");
 }
 
 TransferMode default_transfer_mode(LayoutKind k) {

@@ -185,7 +185,7 @@ json lifecycle_json(RunState& rs, PointRun& pt, const RankIo& mine, const json& 
   const bool async = pc.save_mode == SaveMode::async;
   auto r =
       across_ranks(rs, {blocked_total, training, alone_s}, "at the lifecycle statistics" + where);
-  json lj = {{"save_mode", async ? "async" : "sync"},
+  json lj = {{"save_mode", save_mode_names().name(pc.save_mode)},
              {"checkpoints", ckpts},
              {"blocked_s_total", r[0].to_json()},
              {"training_s", r[1].to_json()}};
@@ -196,7 +196,7 @@ json lifecycle_json(RunState& rs, PointRun& pt, const RankIo& mine, const json& 
                       "per rank (rank 0's); the state is staged in windows of this "
                       "size when it is larger"}};
   if (pt.compute) {
-    lj["compute"] = {{"kind", pc.compute_kind == ComputeKind::sleep ? "sleep" : "cpu"},
+    lj["compute"] = {{"kind", compute_kind_names().name(pc.compute_kind)},
                      {"target_s", pc.compute_s},
                      {"alone_s", r[2].to_json()}};
     // Training time with checkpoints over training time without them.

@@ -179,7 +179,7 @@ void restore_only_repetition(RunState& rs, PointRun& pt, int rep) {
   rj["restore"] = restore.to_json();
   rj["restore"]["rank_file_handles"] = restore.files;
   rj["restore"]["files"] = pt.prep.plan.stats.files;
-  rj["restore"]["method"] = pt.pc.restore.method == RestoreMethod::mmap ? "mmap" : "read";
+  rj["restore"]["method"] = restore_method_names().name(pt.pc.restore.method);
   verify_fields(rs, rj, verify, restore, sum_verified(rs, dp.bytes_verified(), where));
   finish_repetition(rs, pt, rj);
   print_repetition(rs, pt, rep, nullptr, &restore);
@@ -248,7 +248,7 @@ void run_repetition(RunState& rs, PointRun& pt, int rep) {
   rj["restore"] = restore.to_json();
   rj["restore"]["rank_file_handles"] = restore.files;
   rj["restore"]["files"] = resharded ? pt.prep.reshard_files : plan.stats.files;
-  rj["restore"]["method"] = pt.pc.restore.method == RestoreMethod::mmap ? "mmap" : "read";
+  rj["restore"]["method"] = restore_method_names().name(pt.pc.restore.method);
   if (resharded) {
     rj["restore"]["needed_bytes"] = pt.prep.reshard->needed_bytes;
     rj["restore"]["rank_bytes"] = restore.rank_bytes;  // per real rank: against plan.restore

@@ -42,14 +42,17 @@ declare -A SECTIONS=(
   [parallelism]='{"model": "tiny", "parallelism": {"zz_undocumented_key": 1}}'
   [restore]='{"model": "tiny", "restore": {"zz_undocumented_key": 1}}'
   [model]='{"model": {"name": "tiny", "zz_undocumented_key": 1}}'
-  [posix]='{"model": "tiny", "backend": "posix", "posix": {"zz_undocumented_key": 1}}'
-  [io_uring]='{"model": "tiny", "backend": "io_uring", "io_uring": {"zz_undocumented_key": 1}}'
-  [mpiio]='{"model": "tiny", "backend": "mpiio", "mpiio": {"zz_undocumented_key": 1}}'
-  [hdf5]='{"model": "tiny", "backend": "hdf5", "hdf5": {"zz_undocumented_key": 1}}'
   [hdf5.metadata_cache]='{"model": "tiny", "backend": "hdf5", "hdf5": {"metadata_cache": {"zz_undocumented_key": 1}}}'
 )
+# One section per backend the binary registers (`ckptbench backends --json`): a new backend's
+# section is checked without editing this test.
+BACKENDS="$("$BIN" backends --json | python3 -c 'import json,sys; print(" ".join(b["name"] for b in json.load(sys.stdin)))')"
+[ -n "$BACKENDS" ] || bad "ckptbench backends --json listed no backend"
+for b in $BACKENDS; do
+  SECTIONS[$b]="{\"model\": \"tiny\", \"backend\": \"$b\", \"$b\": {\"zz_undocumented_key\": 1}}"
+done
 : > "$work/accepted"
-for sec in top parallelism restore model posix io_uring mpiio hdf5 hdf5.metadata_cache; do
+for sec in top parallelism restore model $BACKENDS hdf5.metadata_cache; do
   # A backend this build leaves out has no option table: its section is not checked (nor its
   # keys in docs/config.md, step 4).
   if [ "$sec" != top ] && [ "$sec" != parallelism ] && [ "$sec" != restore ] &&
@@ -91,6 +94,44 @@ else
   done < <(sed -n 's/^| *`\([a-z_0-9.]*\)`.*/\1/p' "$DOC" | sort -u)
   if [ -z "$stale" ]; then ok "every key in docs/config.md's tables is accepted by the validator"
   else bad "docs/config.md documents keys the validator rejects:$stale"; fi
+
+  # 5. Each top-level key's "type, default" cell agrees with the key table (`ckptbench keys
+  # --json`, cli/keys.cpp): the same kind (size, integer, bool, ...), every allowed value and
+  # the default, each in backticks (a string with or without its quotes).
+  "$BIN" keys --json > "$work/keys.json" || bad "ckptbench keys --json failed"
+  if out="$(python3 - "$work/keys.json" "$DOC" <<'PY'
+import json, re, sys
+keys = json.load(open(sys.argv[1]))
+cells = {}
+for line in open(sys.argv[2]):
+    # Cells split at the pipes that are not escaped (`a` \| `b` stays in one cell).
+    parts = re.split(r"(?<!\\)\|", line.rstrip("\n"))
+    m = re.match(r"^ *`([a-z_0-9]+)` *$", parts[1]) if len(parts) > 3 and parts[0] == "" else None
+    if m and m.group(1) not in cells:
+        cells[m.group(1)] = parts[2].strip()
+def ticked(v):
+    t = v if isinstance(v, str) else json.dumps(v)
+    return [f"`{t}`", f'`"{t}"`']
+bad = []
+for k in keys:
+    cell = cells.get(k["name"])
+    if cell is None:
+        bad.append(f"{k['name']}: no row in the reference tables")
+        continue
+    kind = k["type"].split()[0] if k["type"] and k["type"][0] != "`" else None
+    if kind and not cell.startswith(kind):
+        bad.append(f"{k['name']}: the cell starts {cell[:20]!r}, the table says {kind!r}")
+    for a in k["allowed"]:
+        if not any(t in cell for t in ticked(a)):
+            bad.append(f"{k['name']}: allowed value {a!r} not in the cell")
+    if k["default"] is not None and not any(t in cell for t in ticked(k["default"])):
+        bad.append(f"{k['name']}: default {k['default']!r} not in the cell {cell[:60]!r}")
+print("\n".join(bad))
+print(f"{len(keys)} keys checked", file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+)"; then ok "docs/config.md's type and default cells agree with the key table"
+  else bad "docs/config.md disagrees with \`ckptbench keys --json\`: $out"; fi
 fi
 
 summary configs/docs

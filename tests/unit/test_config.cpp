@@ -1,6 +1,9 @@
 // Size parsing and config validation: every bad input names the key and what is allowed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+
 #include "ckptbench/base/error.hpp"
 #include "ckptbench/base/units.hpp"
 #include "ckptbench/cli/options.hpp"
@@ -404,4 +407,78 @@ TEST(Config, VerifyModes) {
   expect_error(d, {"'verify': \"after\"", "'source': \"shard\"", "\"pool\""});
   d["sweep"] = {{"source", {"shard", "pool"}}};
   expect_error(d, {"'verify': \"after\"", "[in sweep point {\"source\":\"pool\"}]"});
+}
+
+// The key tables (cli/keys.cpp) are the parser: each row's default is what a point without the
+// key resolves to, and the resolved config echoes every row that applies.
+TEST(Keys, DefaultsAreWhatThePointResolvesTo) {
+  const RunConfig rc = parse_config(json{{"model", "tiny"}});
+  const json& res = rc.resolved;
+  int checked = 0;
+  for (const auto& k : config_keys_json()) {
+    const std::string name = k["name"];
+    const json& def = k["default"];
+    if (def.is_null() || name == "layout") continue;  // required, computed, or sizing-dependent
+    ASSERT_TRUE(res.contains(name)) << name << " not echoed";
+    if (k["type"] == "size" && def.is_string())
+      EXPECT_EQ(res[name], parse_size(def.get<std::string>(), name, true)) << name;
+    else if (k["type"].get<std::string>().rfind("number", 0) == 0)
+      EXPECT_DOUBLE_EQ(res[name].get<double>(), def.get<double>()) << name;
+    else
+      EXPECT_EQ(res[name], def) << name;
+    checked++;
+  }
+  EXPECT_GE(checked, 30);
+  EXPECT_EQ(res["layout"], "file-per-shard");
+}
+
+TEST(Keys, EveryRowIsAKeyOnceAndPresetsSetOnlyTableKeys) {
+  std::set<std::string> seen;
+  for (const auto& k : point_keys()) EXPECT_TRUE(seen.insert(k).second) << "twice: " << k;
+  for (const auto& k : run_keys()) EXPECT_TRUE(seen.insert(k).second) << "twice: " << k;
+  for (const auto& b : backend_registry()) EXPECT_TRUE(seen.count(b.name)) << b.name;
+  for (const auto& p : presets())
+    for (auto it = p.settings.begin(); it != p.settings.end(); ++it)
+      EXPECT_TRUE(std::find(point_keys().begin(), point_keys().end(), it.key()) !=
+                  point_keys().end())
+          << p.name << " sets " << it.key();
+}
+
+TEST(Keys, ChoiceRowsAcceptEveryAllowedValueAndEchoIt) {
+  for (const auto& o : point_options()) {
+    if (o.allowed.empty() || o.name == "backend" || o.name == "transfer") continue;
+    for (const auto& v : o.allowed) {
+      json doc = {{"model", "tiny"}, {o.name, v}};
+      if (o.name == "layout" && (v == "aggregated-node" || v == "dlio")) continue;
+      if (o.name == "cache" && v == "direct") doc["direct"] = true;
+      if (o.name == "framing" && v == "torch-zip") doc["layout"] = "aggregated-rank";
+      try {
+        EXPECT_EQ(parse_config(doc).resolved[o.name], v) << o.name;
+      } catch (const ConfigError& e) {
+        ADD_FAILURE() << o.name << "=" << v << ": " << e.what();
+      }
+    }
+  }
+}
+
+TEST(EnumNames, EachMappingRoundTrips) {
+  auto round = [](const auto& names) {
+    for (const auto& n : names.names()) {
+      auto v = names.find(n);
+      ASSERT_TRUE(v.has_value()) << n;
+      EXPECT_EQ(names.name(*v), n);
+    }
+    EXPECT_FALSE(names.find("zz-not-a-name").has_value());
+  };
+  round(sync_names());
+  round(cache_names());
+  round(source_names());
+  round(save_mode_names());
+  round(compute_kind_names());
+  round(restore_method_names());
+  round(transfer_mode_names());
+  round(framing_names());
+  round(layout_kind_names());
+  EXPECT_EQ(layout_kind_names().names().size(), 11u);
+  EXPECT_EQ(cache_names().list(), "auto, direct, fadvise, rank-shift, drop-caches, none");
 }

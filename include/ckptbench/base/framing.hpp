@@ -10,9 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "ckptbench/base/enum_names.hpp"
+
 namespace ckpt {
 
 enum class Framing { none, torch_zip };
+const EnumNames<Framing>& framing_names();
 Framing parse_framing(const std::string& s);  // throws ConfigError naming 'framing'
 std::string framing_name(Framing f);
 

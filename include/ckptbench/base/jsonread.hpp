@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "ckptbench/base/enum_names.hpp"
+
 namespace ckpt {
 
 using json = nlohmann::json;
@@ -98,6 +100,11 @@ class ObjectReader {
   // Value must be one of `allowed`.
   std::string choice(const std::string& key, const std::string& def,
                      const std::vector<std::string>& allowed);
+  // The same, for an enum: its names from its one mapping.
+  template <class E>
+  E choice(const std::string& key, E def, const EnumNames<E>& names) {
+    return *names.find(choice(key, names.name(def), names.names()));
+  }
   bool boolean(const std::string& key, bool def);
   std::optional<bool> opt_boolean(const std::string& key);
   // Integer in [lo, hi].

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ckptbench/cli/keys.hpp"
 #include "ckptbench/plan/config.hpp"
 
 namespace ckpt {
@@ -36,9 +37,5 @@ struct Preset {
   nlohmann::json settings;
 };
 const std::vector<Preset>& presets();
-
-// The list of accepted point-level keys (for sweep validation and the docs check).
-const std::vector<std::string>& point_keys();
-const std::vector<std::string>& run_keys();
 
 }  // namespace ckpt

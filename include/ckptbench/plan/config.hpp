@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ckptbench/base/enum_names.hpp"
 #include "ckptbench/fs/striping.hpp"
 #include "ckptbench/plan/layout.hpp"
 #include "ckptbench/plan/model.hpp"
@@ -16,15 +17,9 @@ namespace ckpt {
 
 // Where a save's bytes come from and a restore's go (`source`; io/source.hpp has the memory).
 enum class SourceMode { pool, shard };
-SourceMode parse_source(const std::string& s);  // throws ConfigError naming 'source'
-std::string source_name(SourceMode m);
-
 enum class SyncPolicy { none, file, end };
-std::string sync_name(SyncPolicy s);
-
 // How the page cache is kept out of restore numbers.
 enum class CacheMode { auto_, direct, fadvise, rank_shift, drop_caches, none };
-std::string cache_name(CacheMode c);
 
 // How a save blocks training (docs/config.md, `save_mode`).
 enum class SaveMode { sync, async };
@@ -33,6 +28,18 @@ enum class ComputeKind { cpu, sleep };
 // How a restore reads (`restore.method`): the backend's explicit reads, or mmap(2) of each file
 // with the needed pages touched (copied out), as safetensors loaders read.
 enum class RestoreMethod { read, mmap };
+
+// Each enum's one mapping to the names configs and reports spell (base/enum_names.hpp), and the
+// name of a value through it.
+const EnumNames<SourceMode>& source_names();
+const EnumNames<SyncPolicy>& sync_names();
+const EnumNames<CacheMode>& cache_names();
+const EnumNames<SaveMode>& save_mode_names();
+const EnumNames<ComputeKind>& compute_kind_names();
+const EnumNames<RestoreMethod>& restore_method_names();
+std::string source_name(SourceMode m);
+std::string sync_name(SyncPolicy s);
+std::string cache_name(CacheMode c);
 
 // The restore of a point (`restore`): at the saved parallelism (reshard false), or at another one
 // (`restore.parallelism`) and/or of the weights only (`restore.weights_only`): each restoring rank
@@ -81,6 +88,7 @@ struct PointConfig {
   int checkpoints = 1;  // saves in a row per repetition (global_step100/, global_step200/, ...)
   int keep_last = 0;    // keep the newest K checkpoints, delete older ones (0 = keep all)
   RestoreConfig restore;
+  std::string preset;  // the preset that filled keys the config did not set ("" = none)
   nlohmann::json backend_options = nlohmann::json::object();  // the section named after the backend
   nlohmann::json params = nlohmann::json::object();           // the swept keys and their values
   nlohmann::json resolved;  // this point as a fully resolved JSON object

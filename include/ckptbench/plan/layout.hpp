@@ -28,7 +28,8 @@ enum class LayoutKind {
   torchsnapshot,
   dlio
 };
-const std::vector<std::string>& layout_names();
+const EnumNames<LayoutKind>& layout_kind_names();
+std::vector<std::string> layout_names();
 LayoutKind parse_layout(const std::string& name);  // throws ConfigError listing allowed names
 std::string layout_name(LayoutKind k);
 

@@ -13,11 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "ckptbench/base/enum_names.hpp"
 #include "ckptbench/plan/layout.hpp"
 
 namespace ckpt {
 
 enum class TransferMode { stream, per_tensor };
+const EnumNames<TransferMode>& transfer_mode_names();
 std::string transfer_mode_name(TransferMode m);
 // "stream" | "per-tensor"; throws ConfigError naming 'transfer' and the allowed values.
 TransferMode parse_transfer_mode(const std::string& s);
