@@ -39,7 +39,8 @@ if _HERE not in sys.path:
 from ckptinput import PathError, check_output_file, read_input, write_atomic  # noqa: E402
 
 PHASES = ("save", "restore")
-# Keys of a config that describe the run rather than a point's I/O pattern.
+
+
 def backend_sections(doc):
     """The config sections named after a backend in a report: the backends the binary that wrote it
     knew (environment.backends, one entry per registered backend, built or not) and, for reports
@@ -55,6 +56,7 @@ def backend_sections(doc):
     return frozenset(names)
 
 
+# Keys of a config that describe the run rather than a point's I/O pattern.
 RUN_SPECIFIC_KEYS = ("target", "name", "comment", "repetitions", "verify", "keep", "strict",
                      "timeout_s", "stall_timeout_s", "free_space_check", "sweep", "exclude",
                      "limits", "target_fs")
