@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ckptbench/analysis/report.hpp"
+#include "ckptbench/analysis/report_tables.hpp"
 #include "ckptbench/base/error.hpp"
 #include "ckptbench/base/hash.hpp"
 #include "ckptbench/base/jsonread.hpp"
