@@ -22,7 +22,7 @@
 #include <optional>
 
 #include "ckptbench/base/error.hpp"
-#include "ckptbench/fs/fs.hpp"
+#include "ckptbench/fs/beneath.hpp"
 #include "ckptbench/mpi/agreement.hpp"
 #include "ckptbench/plan/transfer.hpp"
 
