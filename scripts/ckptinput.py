@@ -17,10 +17,10 @@ file system.
 A file is written to a temporary file beside it and renamed into place: a failure (a full or
 read-only file system) leaves neither half a file nor the directories made for it.
 
-Targets (check_target; src/fs/fs.cpp check_target, src/run/preflight.cpp): the directories ckptbench
-refuses to write in: the system directories (SYSTEM_DIRS), also when a symbolic link leads there,
-the user's home directory itself, a symbolic link as the target, and a kernel pseudo file system
-(proc, sysfs, cgroup, ...).
+Targets (check_target; src/fs/lock.cpp check_target, src/run/preflight.cpp): the directories
+ckptbench refuses to write in: the system directories (SYSTEM_DIRS), also when a symbolic link
+leads there, the user's home directory itself, a symbolic link as the target, and a kernel pseudo
+file system (proc, sysfs, cgroup, ...).
 
 Every refusal raises PathError, its message naming the path (or the option and the path) and
 what is wrong; the scripts print it after "SCRIPT: error: " and exit 2. Standard library only.
@@ -31,7 +31,7 @@ import pwd
 import stat
 import tempfile
 
-# src/fs/fs.cpp, check_target.
+# src/fs/lock.cpp, check_target.
 SYSTEM_DIRS = ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/root", "/run",
                "/sbin", "/sys", "/usr", "/var", "/home", "/opt", "/srv", "/tmp", "/var/tmp",
                "/mnt", "/media")
@@ -276,7 +276,7 @@ def _system_path_error(target, abspath_):
 
 
 def check_target(target, option="--target"):
-    """PathError when ckptbench would refuse target as the directory to write in (src/fs/fs.cpp
+    """PathError when ckptbench would refuse target as the directory to write in (src/fs/lock.cpp
     check_target): a system directory (SYSTEM_DIRS; also through symbolic links), the home
     directory itself, a symbolic link, not a directory, or on a kernel pseudo file system.
     Only looks: nothing is made."""

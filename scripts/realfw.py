@@ -50,13 +50,12 @@ is not read: give --cache as the replay's config has it); --keep (keep the files
 them); --quiet.  `realfw.py --help` lists them all.
 
 The target is refused (exit 2, before MPI, torch or any I/O starts) where ckptbench refuses it
-(scripts/ckptinput.py check_target, src/fs/fs.cpp check_target): a system directory (/, /bin, /boot,
-/dev, /etc, /lib, /lib64, /proc, /root, /run, /sbin, /sys, /usr, /var, /home, /opt, /srv, /tmp,
-/var/tmp, /mnt, /media), also when symbolic links lead there, the home directory itself, a
+(scripts/ckptinput.py check_target, src/fs/lock.cpp check_target): a system directory (/, /bin,
+/boot, /dev, /etc, /lib, /lib64, /proc, /root, /run, /sbin, /sys, /usr, /var, /home, /opt, /srv,
+/tmp, /var/tmp, /mnt, /media), also when symbolic links lead there, the home directory itself, a
 symbolic link, a path that is not a directory, a kernel pseudo file system (proc, sysfs, cgroup,
-...). Use a directory of your own below one, e.g. /var/tmp/rfw. -o REPORT is checked with the
-other inputs (not a directory, a writable place) and written through a temporary file renamed
-into place.
+...). Use a directory of your own below one, e.g. /var/tmp/rfw. -o REPORT is checked with the other
+inputs (not a directory, a writable place) and written through a temporary file renamed into place.
 
 What the framework writes: torch-save writes exactly the plan's files of each rank (writers ==
 [rank]; a shared file is refused; files without tensors, such as DeepSpeed's `latest`, are not

@@ -17,8 +17,10 @@
 #include <optional>
 #include <thread>
 
+#include "ckptbench/analysis/dlio_summary.hpp"
 #include "ckptbench/analysis/predict.hpp"
 #include "ckptbench/analysis/report.hpp"
+#include "ckptbench/analysis/report_tables.hpp"
 #include "ckptbench/base/error.hpp"
 #include "ckptbench/base/jsonread.hpp"
 #include "ckptbench/base/units.hpp"

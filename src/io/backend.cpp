@@ -9,7 +9,7 @@
 
 #include "ckptbench/base/error.hpp"
 #include "ckptbench/base/jsonread.hpp"
-#include "ckptbench/fs/fs.hpp"
+#include "ckptbench/fs/beneath.hpp"
 #include "ckptbench/mpi/agreement.hpp"
 
 namespace ckpt {

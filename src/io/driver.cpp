@@ -9,21 +9,18 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <deque>
+#include <functional>
 #include <optional>
 
 #include "ckptbench/base/error.hpp"
-#include "ckptbench/fs/fs.hpp"
-#include "ckptbench/mpi/agreement.hpp"
+#include "ckptbench/io/commit.hpp"
+#include "ckptbench/io/framework_cpu.hpp"
 #include "ckptbench/plan/transfer.hpp"
 
 namespace ckpt {
@@ -104,24 +101,17 @@ class Driver {
         save_(ctx.phase == Phase::save),
         caps_(be.caps(ctx)),
         order_(files_in_id_order(files_, false)),
-        commits_(files_in_id_order(files_, true)),
-        meet_(framework_meetings(ctx) > 0),
         st_(files_.size()),
         budget_(std::max<size_t>(1, std::min(fd_budget(), caps_.max_open))),
         sync_(plan_sync(ctx.cfg->sync, save_, order_.size(), budget_)) {}
 
-  // A plan with commit records (FileSpec::commit, DCP's .metadata) runs in stages with the
-  // framework's collectives between them (state_dict_saver.py and state_dict_loader.py in 1.13).
-  // Restore: the commit records, meet (load_state_dict's reduce_scatter of the plans), the data
-  // files, meet (its all_gather of the read results). Save: meet (save_state_dict's
-  // reduce_scatter of the plans), the data files, meet (its all_reduce gathers every rank's
-  // results), the writer writes the commit records, meet (the all_reduce's broadcast). A rank
-  // that fails still meets the others and says so: they stop with PeerLeftError instead of
-  // waiting for it.
+  // The data files between the framework's stages (commit.hpp: DCP's commit records and
+  // collectives; without commit records the data files are the whole phase). A failed step drains
+  // the transport and lets it abandon its files; the error is rethrown after end().
   void run() {
     be_.begin(ctx_);  // throwing, the caller attends the meetings (attend_missed_meetings)
     std::exception_ptr err;
-    auto stage = [&](auto&& fn) {
+    auto stage = [&](const std::function<void()>& fn) {
       if (err) return;
       try {
         fn();
@@ -133,13 +123,7 @@ class Driver {
           if (s.created_fd >= 0) ::close(s.created_fd);
       }
     };
-    if (!save_) {
-      stage([&] { read_commits(); });
-      meet("after reading the commit records", err);
-    } else {
-      meet("before writing the data files", err);
-    }
-    stage([&] {
+    run_commit_stages(ctx_, err, stage, [&] {
       if (save_ && ctx_.plan != nullptr && ctx_.plan->any_shared) precreate();
       if (caps_.whole_file)
         whole_files();
@@ -147,13 +131,6 @@ class Driver {
         stream();
       end_sync();
     });
-    if (save_) {
-      meet("before writing the commit records", err);
-      stage([&] { write_commits(); });
-      meet("after writing the commit records", err);
-    } else {
-      meet("after reading the data files", err);
-    }
     be_.end(ctx_);
     if (err) std::rethrow_exception(err);
   }
@@ -352,7 +329,7 @@ class Driver {
           if (ctx_.data->waits_on_peer(f, t)) be_.flush();  // keep the device busy meanwhile
           data = ctx_.data->produce(f, t, buf);
         }
-        if (save_ && ctx_.cfg->framework_cpu) framework_cpu(f, t, data);
+        if (save_ && ctx_.cfg->framework_cpu) cpu_s_ += framework_cpu(rec_, f, t, data);
         info[s] = SlotInfo{i, t, now_ns(), false};
         be_.submit(i, s, t.offset, t.len, data);
         st_[i].outstanding++;
@@ -397,7 +374,8 @@ class Driver {
           // Verify where the bytes landed: a view of the rank's memory, not a pool buffer.
           Buffer view{ctx_.shard->at(cf.id, info[s].t.offset), info[s].t.len};
           ctx_.data->consume(cf, info[s].t, view);
-          if (ctx_.load_into != nullptr) load_in_place(cf, info[s].t, view.data);
+          if (ctx_.load_into != nullptr)
+            cpu_s_ += load_in_place(rec_, *ctx_.load_into, cf, info[s].t, view.data);
         } else {
           ctx_.data->consume(cf, info[s].t, ctx_.pool->at(s));
         }
@@ -413,9 +391,7 @@ class Driver {
   const std::vector<FileSpec>& files_;
   const bool save_;
   const TransportCaps caps_;
-  const std::vector<size_t> order_;    // the data files (not commit records), in id order
-  const std::vector<size_t> commits_;  // the commit records this rank lists, in id order
-  const bool meet_;                    // the plan has commit records: the ranks meet
+  const std::vector<size_t> order_;  // the data files (not commit records), in id order
   std::vector<FileState> st_;
   const size_t budget_;
   const SyncPlan sync_;
@@ -424,187 +400,9 @@ class Driver {
   std::vector<size_t> parked_;
   double meta_s_ = 0;  // open/sync/close time spent inside the stream
   double cpu_s_ = 0;   // modelled framework CPU work inside the stream
-
-  // The framework's collective between stages: every rank says whether it failed; a rank that
-  // did not, but whose peer did, stops with PeerLeftError. Not part of any step's time.
-  void meet(const char* where, std::exception_ptr& err) {
-    if (!meet_) return;
-    const bool any = framework_meeting(ctx_, err != nullptr, where);
-    if (any && !err)
-      err = std::make_exception_ptr(PeerLeftError(
-          std::string("another rank failed before the framework's collective ") + where +
-          (save_ ? " (commit records are written only when every rank succeeded)" : "")));
-  }
-
-  int dir_fd(DirFd& hold) const {
-    if (ctx_.dirfd >= 0) return ctx_.dirfd;
-    hold = DirFd(ctx_.dir);
-    return hold.get();
-  }
-
-  // DCP's FileSystemWriter.finish (torch/distributed/_shard/checkpoint/filesystem.py in 1.13,
-  // torch/distributed/checkpoint/filesystem.py from 2.0): pickle.dump into <path>.tmp, fsync,
-  // close, rename to <path>. Plain POSIX calls whatever the backend (Python's file object).
-  void write_commits() {
-    DirFd hold;
-    const int dirfd = dir_fd(hold);
-    Buffer& buf = ctx_.pool->at(0);
-    for (size_t i : commits_) {
-      const FileSpec& f = files_[i];
-      if (!f.create) continue;
-      const std::string tmp = f.path + ".tmp", shown = ctx_.dir + "/" + tmp;
-      double t0 = now_s();
-      const int fd = open_beneath(dirfd, tmp, O_WRONLY | O_CREAT | O_CLOEXEC);
-      if (fd < 0) throw IoError("create '" + shown + "': " + beneath_error(-fd));
-      rec_.metadata();
-      rec_.count(Counter::files_created);
-      rec_.add_time(Step::open, now_s() - t0);
-      try {
-        t0 = now_s();
-        TransferCursor c(f, ctx_.cfg->block_size, ctx_.cfg->transfer, false);
-        Transfer t;
-        while (c.next(t)) {
-          std::byte* data = ctx_.data->produce(f, t, buf);
-          const uint64_t n0 = now_ns();
-          pio_all(fd, true, data, t.offset, t.len, shown, nullptr);
-          rec_.op(t.len, now_ns() - n0);
-        }
-        rec_.add_time(Step::io, now_s() - t0);
-        t0 = now_s();
-        if (::fsync(fd) != 0) throw_errno("fsync '" + shown + "'", errno);
-        rec_.sync_op();
-        rec_.add_time(Step::sync, now_s() - t0);
-      } catch (...) {
-        ::close(fd);
-        throw;
-      }
-      close_record(fd, shown);
-      // The rename within the record's directory (opened beneath the point directory).
-      t0 = now_s();
-      const auto slash = f.path.rfind('/');
-      const std::string parent = slash == std::string::npos ? "" : f.path.substr(0, slash);
-      const std::string base = slash == std::string::npos ? f.path : f.path.substr(slash + 1);
-      DirFd pd;
-      if (!parent.empty()) {
-        const int p = open_beneath(dirfd, parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (p < 0) throw IoError("open '" + ctx_.dir + "/" + parent + "': " + beneath_error(-p));
-        pd = DirFd(p, ctx_.dir + "/" + parent);
-      }
-      const int in = parent.empty() ? dirfd : pd.get();
-      if (::renameat(in, (base + ".tmp").c_str(), in, base.c_str()) != 0)
-        throw_errno("rename '" + shown + "' to '" + ctx_.dir + "/" + f.path + "'", errno);
-      rec_.metadata();
-      rec_.add_time(Step::close, now_s() - t0);
-    }
-  }
-
-  // DCP's FileSystemReader.read_metadata: every rank opens the record and unpickles it through a
-  // buffered reader (FileSpec::read_reqs), before any data file.
-  void read_commits() {
-    Buffer& buf = ctx_.pool->at(0);
-    for (size_t i : commits_) {
-      const FileSpec& f = files_[i];
-      const std::string shown = ctx_.dir + "/" + f.path;
-      double t0 = now_s();
-      const int fd = open_plan_file(ctx_, f, O_RDONLY | O_CLOEXEC, "open");
-      rec_.metadata();
-      try {
-        struct stat sb {};
-        if (::fstat(fd, &sb) != 0) throw_errno("fstat '" + shown + "'", errno);
-        check_file_size(static_cast<uint64_t>(sb.st_size), f, shown);
-        rec_.add_time(Step::open, now_s() - t0);
-        t0 = now_s();
-        TransferCursor c(f, ctx_.cfg->block_size, ctx_.cfg->transfer, true);
-        Transfer t;
-        while (c.next(t)) {
-          const uint64_t n0 = now_ns();
-          pio_all(fd, false, buf.data, t.offset, t.len, shown, nullptr);
-          rec_.op(t.len, now_ns() - n0);
-          ctx_.data->consume(f, t, buf);
-        }
-        rec_.add_time(Step::io, now_s() - t0);
-      } catch (...) {
-        ::close(fd);
-        throw;
-      }
-      close_record(fd, shown);
-    }
-  }
-
-  // Closes a commit record (close step, a metadata op, a file done).
-  void close_record(int fd, const std::string& shown) {
-    const double t0 = now_s();
-    if (::close(fd) != 0) throw_errno("close '" + shown + "'", errno);
-    rec_.metadata();
-    rec_.file_done();
-    rec_.add_time(Step::close, now_s() - t0);
-  }
-
-  // DCP's FileSystemReader.read_data (1.13, filesystem.py): torch.load of each item into a new
-  // tensor, then target_tensor.copy_(tensor) into the state dict the trainer holds - a copy of
-  // the request's tensor bytes into resident memory - after which the new tensor is dropped: its
-  // pages go back to the system (glibc returns blocks this large with munmap), here with
-  // MADV_DONTNEED on the pages the request covers whole.
-  void load_in_place(const FileSpec& f, const Transfer& t, std::byte* data) {
-    const double c0 = now_s();
-    for_each_piece(f, t, [&](const Extent& e, uint64_t pos, uint64_t n, uint64_t at) {
-      if (e.shard < 0) return;
-      std::memcpy(ctx_.load_into->at(f.id, e.offset + pos), data + at, n);
-    });
-    const auto lo = (reinterpret_cast<uintptr_t>(data) + 4095) / 4096 * 4096;
-    const auto hi = (reinterpret_cast<uintptr_t>(data) + t.len) / 4096 * 4096;
-    if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
-    const double dt = now_s() - c0;
-    rec_.add_time(Step::cpu, dt);
-    cpu_s_ += dt;
-  }
-
-  // torch.save's stream (miniz, mz_zip_writer_add_mem_ex_v2) computes the CRC-32 of each record's
-  // data before it writes the record: the same pass over the tensor bytes of the request.
-  void framework_cpu(const FileSpec& f, const Transfer& t, const std::byte* data) {
-    const double c0 = now_s();
-    uLong crc = crc32(0L, Z_NULL, 0);
-    for_each_piece(f, t, [&](const Extent& e, uint64_t, uint64_t n, uint64_t at) {
-      if (e.shard < 0) return;
-      const auto* p = reinterpret_cast<const Bytef*>(data + at);
-      for (uint64_t done = 0; done < n;) {
-        const uInt step = static_cast<uInt>(std::min<uint64_t>(n - done, 1u << 30));
-        crc = crc32(crc, p + done, step);
-        done += step;
-      }
-    });
-    const double dt = now_s() - c0;
-    rec_.add_time(Step::cpu, dt);
-    cpu_s_ += dt;
-  }
 };
 
 }  // namespace
-
-bool framework_meeting(PhaseContext& ctx, bool failed, const char* where) {
-  int mine = failed ? 1 : 0, any = 0;
-  MPI_Comm comm = ctx.framework_comm != MPI_COMM_NULL ? ctx.framework_comm : ctx.comm;
-  const std::string what = std::string("in the framework's collective ") + where;
-  if (ctx.stall != nullptr)
-    guarded_allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, comm, *ctx.stall, what);
-  else
-    MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, comm);
-  ctx.meetings++;
-  return any != 0;
-}
-
-int framework_meetings(const PhaseContext& ctx) {
-  if (ctx.plan == nullptr || !ctx.plan->commit) return 0;
-  return ctx.phase == Phase::save ? 3 : 2;
-}
-
-void attend_missed_meetings(PhaseContext& ctx, bool failed) noexcept {
-  try {
-    while (ctx.meetings < framework_meetings(ctx))
-      framework_meeting(ctx, failed, "(attended by a rank that failed before it)");
-  } catch (...) {  // the stall guard ends the job itself; nothing else can throw here
-  }
-}
 
 void Backend::run(PhaseContext& ctx) {
   if (ctx.pool == nullptr || ctx.pool->count() == 0) throw IoError("phase driver: no buffer pool");

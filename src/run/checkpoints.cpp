@@ -22,6 +22,7 @@
 
 #include "ckptbench/base/error.hpp"
 #include "ckptbench/base/units.hpp"
+#include "ckptbench/fs/beneath.hpp"
 #include "ckptbench/io/lifecycle.hpp"
 #include "ckptbench/run/execution.hpp"
 

@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "ckptbench/base/error.hpp"
-#include "ckptbench/fs/fs.hpp"
+#include "ckptbench/fs/beneath.hpp"
 #include "ckptbench/mpi/agreement.hpp"
 
 namespace ckpt {

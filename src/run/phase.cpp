@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ckptbench/base/error.hpp"
+#include "ckptbench/io/commit.hpp"
 #include "ckptbench/io/driver.hpp"
 #include "ckptbench/io/fault.hpp"
 #include "ckptbench/io/lifecycle.hpp"

@@ -12,6 +12,7 @@
 #include "ckptbench/base/jsonread.hpp"
 #include "ckptbench/base/metrics.hpp"
 #include "ckptbench/base/units.hpp"
+#include "ckptbench/fs/beneath.hpp"
 #include "ckptbench/fs/lustre.hpp"
 #include "ckptbench/plan/frameworks.hpp"
 #include "ckptbench/plan/transfer.hpp"

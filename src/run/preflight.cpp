@@ -13,7 +13,10 @@
 #include "ckptbench/base/error.hpp"
 #include "ckptbench/base/jsonread.hpp"
 #include "ckptbench/base/units.hpp"
+#include "ckptbench/fs/beneath.hpp"
+#include "ckptbench/fs/cache.hpp"
 #include "ckptbench/fs/fs.hpp"
+#include "ckptbench/fs/lock.hpp"
 #include "ckptbench/fs/lustre.hpp"
 #include "ckptbench/run/execution.hpp"
 

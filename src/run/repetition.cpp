@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "ckptbench/base/error.hpp"
+#include "ckptbench/fs/beneath.hpp"
 #include "ckptbench/fs/lustre.hpp"
 #include "ckptbench/io/fault.hpp"
 #include "ckptbench/run/execution.hpp"

@@ -10,11 +10,16 @@
 #include <vector>
 
 #include "ckptbench/analysis/report.hpp"
+#include "ckptbench/analysis/report_tables.hpp"
 #include "ckptbench/base/error.hpp"
 #include "ckptbench/base/hash.hpp"
 #include "ckptbench/base/jsonread.hpp"
 #include "ckptbench/base/units.hpp"
 #include "ckptbench/base/version.hpp"
+#include "ckptbench/fs/beneath.hpp"
+#include "ckptbench/fs/cache.hpp"
+#include "ckptbench/fs/fs.hpp"
+#include "ckptbench/fs/lock.hpp"
 #include "ckptbench/io/manifest.hpp"
 #include "ckptbench/mpi/agreement.hpp"
 #include "ckptbench/run/execution.hpp"

@@ -20,7 +20,7 @@ need_binary
 make_workdir realfw
 CFG="$SRC/configs/realfw-llama-small.json"
 
-# ---- the target (scripts/ckptinput.py check_target, as src/fs/fs.cpp check_target): refused in
+# ---- the target (scripts/ckptinput.py check_target, as src/fs/lock.cpp check_target): refused in
 # the options, before mpi4py (MPI) and torch are imported, so this part needs neither.
 mkdir -p "$work/own" "$work/home"
 ln -s / "$work/lroot"

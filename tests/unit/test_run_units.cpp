@@ -5,7 +5,7 @@
 
 #include <thread>
 
-#include "ckptbench/analysis/report.hpp"
+#include "ckptbench/analysis/report_tables.hpp"
 #include "ckptbench/base/error.hpp"
 #include "ckptbench/cli/options.hpp"
 #include "ckptbench/mpi/agreement.hpp"

@@ -1,12 +1,10 @@
-// The JSON document (schema versioned) and environment capture.
+// The JSON document (schema versioned), environment capture and writing. Its tables (text, CSV)
+// are in report_tables.hpp, DLIO's summary of it in dlio_summary.hpp.
 #pragma once
 #include <mpi.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
-#include <vector>
-
-#include "ckptbench/plan/config.hpp"
 
 namespace ckpt {
 
@@ -27,25 +25,9 @@ std::string json_text(const nlohmann::json& doc, int indent = -1);
 std::string json_text(const nlohmann::ordered_json& doc, int indent = -1);
 void write_report(const nlohmann::json& doc, const std::string& path);
 void write_report(const nlohmann::ordered_json& doc, const std::string& path);
-
-// Human summary table of a report (one row per point and phase).
-// The table printed after a run: per point and phase, files, bytes, repetitions, bandwidth
-// (median, min, max, sample stddev over repetitions), median IOPS, metadata ops/s and phase time;
-// parameters in full (a legend above the table when they do not fit a column).
-std::string summary_table(const nlohmann::json& doc);
-// One row per point x phase (docs/metrics.md, "CSV"): csv_columns() in order, header first.
-const std::vector<std::string>& csv_columns();
-std::string csv_table(const nlohmann::json& doc);
-void write_csv(const nlohmann::json& doc, const std::string& path);
-// Printed by rank 0 before the first point: model, world, parallelism, layout, backend, target.
-std::string run_header(const nlohmann::json& doc, const RunConfig& cfg);
-
-// DLIO's summary.json (the file MLPerf Storage's reporting reads) for a one-point report: DLIO's
-// keys, key order and definitions (duration = rank 0's phase time, throughput = payload GiB /
-// duration, numpy population std over the repetitions), plus a "ckptbench" object with the
-// slowest-rank times and bytes moved. Reads /proc/cpuinfo and /proc/meminfo of the calling host
-// (call it on rank 0). Null when the point did not finish; std::invalid_argument for a report
-// with several points. docs/metrics.md, "DLIO / MLPerf Storage summary (--dlio-summary)".
-nlohmann::ordered_json dlio_summary(const nlohmann::json& doc);
+// The writing under write_report (which adds a final newline) and write_csv (report_tables.hpp):
+// body as it is into <path>.tmp, then renamed, so a reader never sees half a file; on any
+// failure the .tmp file is removed again. Throws IoError naming the report.
+void write_report_text(const std::string& body, const std::string& path);
 
 }  // namespace ckpt

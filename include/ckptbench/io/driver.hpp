@@ -25,17 +25,6 @@ std::vector<size_t> files_in_id_order(const std::vector<FileSpec>& files);
 // Those of them that are (commit true) or are not (false) commit records (FileSpec::commit).
 std::vector<size_t> files_in_id_order(const std::vector<FileSpec>& files, bool commit);
 
-// The framework's collectives inside a phase (DCP's planning and commit, FileSpec::commit): a
-// plan with commit records meets three times on save (before the data files, before and after
-// the commit records) and twice on restore (after the commit records, after the data files), on
-// ctx.framework_comm. framework_meeting: one of them, this rank saying whether it
-// failed; true when any rank did. framework_meetings: how many the phase has.
-// attend_missed_meetings: a rank that failed before or inside the driver attends the ones it has
-// not yet, saying it failed, so its peers stop at once instead of waiting for the stall guard.
-bool framework_meeting(PhaseContext& ctx, bool failed, const char* where);
-int framework_meetings(const PhaseContext& ctx);
-void attend_missed_meetings(PhaseContext& ctx, bool failed) noexcept;
-
 // Preallocation of a file this rank just created: fallocate(2) (mode 0) of its final size.
 // Returns false when the file system does not support it (EOPNOTSUPP, ENOSYS): nothing is
 // emulated (glibc's posix_fallocate would write every block inside the timed open) and the phase

@@ -17,7 +17,9 @@
 #include <vector>
 
 #include "ckptbench/base/metrics.hpp"
+#include "ckptbench/fs/beneath.hpp"
 #include "ckptbench/fs/fs.hpp"
+#include "ckptbench/fs/lock.hpp"
 #include "ckptbench/io/backend.hpp"
 #include "ckptbench/io/datapath.hpp"
 #include "ckptbench/io/lifecycle.hpp"
