@@ -10,9 +10,13 @@ fi
 MPIEXEC=(mpiexec "${MPI_ROOT_FLAG[@]}" --oversubscribe)
 jobs_n() { nproc 2>/dev/null || echo 2; }
 # The configuration of build/, shared by scripts/demo.sh (the binary) and scripts/test.sh
-# (everything): optimised with line tables, warnings as errors (Debian 12's compilers build the
-# tree without one).
-CKPT_TEST_BUILD_ARGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCKPT_WERROR=ON)
+# (everything): the library and the binary at -O2 as RelWithDebInfo builds them, without debug
+# information (a third of the compile time, most of the link time; configure with
+# -DCMAKE_BUILD_TYPE=RelWithDebInfo for gdb), the tests' own sources at -O1
+# (CKPT_TEST_OPT_FLAGS, tests/CMakeLists.txt); warnings as errors (Debian 12's compilers build the
+# tree without one). docs/reliability.md, "Test suite time", has what each choice saved.
+CKPT_TEST_BUILD_ARGS=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG"
+                      -DCKPT_WERROR=ON)
 # configure_build DIR [cmake args...]   (CKPT_BUILD_TARGET="name ..." builds those targets only)
 configure_build() {
   local dir="$1"; shift

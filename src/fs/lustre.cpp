@@ -21,7 +21,6 @@
 
 #include "ckptbench/base/error.hpp"
 #include "ckptbench/base/units.hpp"
-#include "ckptbench/fs/fs.hpp"
 
 // The llapi path is compiled only when the build system found liblustreapi and defines
 // CKPT_HAVE_LUSTREAPI (and links -llustreapi); otherwise the lfs command is used.

@@ -11,7 +11,6 @@
 #include "ckptbench/base/error.hpp"
 #include "ckptbench/base/hash.hpp"
 #include "ckptbench/base/jsonread.hpp"
-#include "ckptbench/fs/fs.hpp"
 #include "ckptbench/io/buffers.hpp"
 
 namespace ckpt {

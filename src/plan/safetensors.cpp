@@ -17,7 +17,6 @@
 
 #include "ckptbench/base/error.hpp"
 #include "ckptbench/base/jsonread.hpp"
-#include "ckptbench/fs/fs.hpp"
 
 namespace ckpt {
 

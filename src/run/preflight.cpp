@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "ckptbench/analysis/report.hpp"
 #include "ckptbench/base/error.hpp"
 #include "ckptbench/base/jsonread.hpp"
 #include "ckptbench/base/units.hpp"
