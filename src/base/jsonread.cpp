@@ -191,11 +191,6 @@ std::string ObjectReader::choice(const std::string& key, const std::string& def,
                     "' (allowed: " + join_names(allowed) + ")");
 }
 
-std::string join_names(const std::vector<std::string>& names) {
-  std::string list;
-  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-  return list;
-}
 
 std::optional<bool> ObjectReader::opt_boolean(const std::string& key) {
   const json* v = raw(key);

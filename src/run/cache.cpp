@@ -1,6 +1,6 @@
 // Cache defeat between a save and its restore (untimed), and how much of what each rank will
 // read is still in the page cache afterwards (sampled), for the report's `cache`.
-#include "ckptbench/fs/cache.hpp"
+#include "ckptbench/fs/page_cache.hpp"
 
 #include "ckptbench/base/error.hpp"
 #include "ckptbench/run/execution.hpp"

@@ -13,7 +13,7 @@
 #include "ckptbench/base/jsonread.hpp"
 #include "ckptbench/base/units.hpp"
 #include "ckptbench/fs/beneath.hpp"
-#include "ckptbench/fs/cache.hpp"
+#include "ckptbench/fs/page_cache.hpp"
 #include "ckptbench/fs/fs.hpp"
 #include "ckptbench/fs/lock.hpp"
 #include "ckptbench/fs/lustre.hpp"

@@ -17,7 +17,7 @@
 #include "ckptbench/base/units.hpp"
 #include "ckptbench/base/version.hpp"
 #include "ckptbench/fs/beneath.hpp"
-#include "ckptbench/fs/cache.hpp"
+#include "ckptbench/fs/page_cache.hpp"
 #include "ckptbench/fs/fs.hpp"
 #include "ckptbench/fs/lock.hpp"
 #include "ckptbench/io/manifest.hpp"

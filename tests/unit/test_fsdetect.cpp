@@ -14,7 +14,7 @@
 #include <string>
 
 #include "ckptbench/base/error.hpp"
-#include "ckptbench/fs/cache.hpp"
+#include "ckptbench/fs/page_cache.hpp"
 #include "ckptbench/fs/fs.hpp"
 #include "ckptbench/fs/lustre.hpp"
 #include "support.hpp"

@@ -1,6 +1,6 @@
 // Page-cache control between a save and a restore: clean and drop a file's pages
 // (fdatasync + POSIX_FADV_DONTNEED), measure what is resident (mincore), drop the node's cache.
-#include "ckptbench/fs/cache.hpp"
+#include "ckptbench/fs/page_cache.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
