@@ -50,6 +50,7 @@ summary; exits 1 when an example failed, 0 otherwise.
 """
 
 import argparse
+import concurrent.futures
 import glob
 import json
 import os
@@ -221,6 +222,7 @@ class Runner:
     def __init__(self, args):
         self.a = args
         self.fails, self.oks, self.skips = [], 0, []
+        self.lines = None
         flags, skip_next = [], False
         for f in shlex.split(args.mpiexec_flags or ""):
             if skip_next:
@@ -237,21 +239,27 @@ class Runner:
         self.env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
         self.env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
 
-    # ---- reporting
+    # ---- reporting: printed at once, or kept in self.lines when documents run side by side
+    def say(self, line):
+        if self.lines is None:
+            print(line, flush=True)
+        else:
+            self.lines.append(line)
+
     def ok(self, where, what):
         self.oks += 1
-        print(f"ok   {where}: {what}")
+        self.say(f"ok   {where}: {what}")
 
     def skip(self, where, what, why):
         self.skips.append((where, what, why))
-        print(f"skip {where}: {what} -- {why}")
+        self.say(f"skip {where}: {what} -- {why}")
 
     def fail(self, where, what, msg, ran=None):
         self.fails.append(f"{where}: {what}: {msg}")
-        print(f"FAIL {where}: {what}: {msg}")
+        self.say(f"FAIL {where}: {what}: {msg}")
         if ran is not None:
             for l in ran.split("\n"):
-                print(f"       ran: {l}")
+                self.say(f"       ran: {l}")
 
     # ---- configs
     def validate(self, where, obj, cwd, what, hint=""):
@@ -349,7 +357,7 @@ class Runner:
                 if not os.path.exists(p):
                     os.makedirs(os.path.dirname(p) or cwd, exist_ok=True)
                     shutil.copyfile(self.a.report, p)
-                    print(f"note {where}: {w} does not exist here: a copy of the test's small real report stands in")
+                    self.say(f"note {where}: {w} does not exist here: a copy of the test's small real report stands in")
             prev = w
 
     def command(self, where, cmd, cwd):
@@ -403,7 +411,7 @@ class Runner:
             where = f"{b.doc}:{n}"
             if synopsis:
                 short = strip_optional(cmd)
-                print(f"note {where}: synopsis '{one_line(cmd)}' runs as '{one_line(short)}'")
+                self.say(f"note {where}: synopsis '{one_line(cmd)}' runs as '{one_line(short)}'")
                 cmd = short
             self.command(where, cmd, cwd)
 
@@ -432,7 +440,7 @@ class Runner:
                 content = "\n".join(output) + "\n"
                 with open(path, "w") as f:
                     f.write(content)
-                print(f"note {b.doc}:{n}: wrote {m.group(1)} from the output shown for '{cmd}'")
+                self.say(f"note {b.doc}:{n}: wrote {m.group(1)} from the output shown for '{cmd}'")
                 if m.group(1).endswith(".json"):
                     try:
                         obj = json.loads(content)
@@ -461,7 +469,7 @@ class Runner:
             self.shell_block(b, cwd, synopsis=True)
         elif lang == "":
             if any(COMMAND_WORDS.match(t.strip()) for _, t in b.lines):
-                print(f"note {where}: unlabelled block starts with a command: run as ```sh")
+                self.say(f"note {where}: unlabelled block starts with a command: run as ```sh")
                 self.shell_block(b, cwd)
             else:
                 self.skip(where, f"unlabelled block '{one_line(b.first(), 60)}'", "no command line in it: sample output or a diagram (label it ```text)")
@@ -496,6 +504,8 @@ def main():
     ap.add_argument("--mpiexec-flags", default="--oversubscribe")
     ap.add_argument("--mpl-python", default="", help="a python3 with matplotlib; empty: plot.py examples are skipped")
     ap.add_argument("--timeout", type=int, default=90, help="seconds per command")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="documents run side by side (each has its own scratch directory); the log stays in document order")
     ap.add_argument("--list", action="store_true", help="list the blocks and how they are treated, run nothing")
     ap.add_argument("docs", nargs="*", help="Markdown files relative to --source (default README.md docs/*.md)")
     a = ap.parse_args()
@@ -518,12 +528,38 @@ def main():
         print(f"     /{pat}/  {why}")
     r = Runner(a)
     t0 = time.monotonic()
-    n = 0
-    for d in docs:
+
+    def run_doc(d, runner):
         cwd = scratch_dir(a, d)
         for b in blocks[d]:
-            n += 1
-            r.block(b, cwd)
+            runner.block(b, cwd)
+        return runner
+
+    if a.jobs <= 1:
+        for d in docs:
+            run_doc(d, r)
+    else:
+        # Documents share nothing (one scratch directory each, absolute paths moved under it), so
+        # they run a.jobs at a time, the likely longest first (a guess from their command lines:
+        # characterize runs take longest, then plot.py); each document's lines are printed
+        # together, in document order.
+        def cost(d):
+            lines = [t for b in blocks[d] if b.lang in ("sh", "bash", "shell", "zsh", "console", "")
+                     for _, t in b.lines]
+            return sum(1 + 10 * ("characterize" in t) + 5 * ("plot.py" in t) for t in lines)
+        runners = {d: Runner(a) for d in docs}
+        for x in runners.values():
+            x.lines = []
+        with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
+            futures = {d: pool.submit(run_doc, d, runners[d])
+                       for d in sorted(docs, key=cost, reverse=True)}
+            for d in docs:
+                futures[d].result()
+                for line in runners[d].lines:
+                    print(line, flush=True)
+                r.oks += runners[d].oks
+                r.skips += runners[d].skips
+                r.fails += runners[d].fails
     total = sum(len(v) for v in blocks.values())
     if total < 10:
         r.fail("docs", "extraction", f"only {total} fenced block(s) found in {len(docs)} document(s): is the parser broken?")

@@ -22,16 +22,31 @@ need_binary() {
 
 # backend_status NAME: the status `ckptbench backends --json` gives backend NAME: "ok", why it
 # does not work here, or "not built (configure with -DCKPT_WITH_...=ON)" in a build without it.
+# The statuses are read once (one binary run, one python3 start) into _backend_statuses in the
+# shell that first asks: backend_built, not `$(backend_status ...)`, which runs in a subshell.
 _backends_json=""
+_backends_read=0
+declare -A _backend_statuses=()
+_backends_load() {
+  [ "$_backends_read" -eq 1 ] && return
+  _backends_json="$("$BIN" backends --json 2> /dev/null)"
+  local name status lines
+  lines="$("$PY3" -c 'import json, sys
+for b in json.loads(sys.argv[1]):
+    print(b["name"] + "\t" + b["status"])' "$_backends_json" 2> /dev/null)" || return
+  while IFS=$'\t' read -r name status; do
+    [ -n "$name" ] && _backend_statuses[$name]="$status"
+  done <<< "$lines"
+  _backends_read=1
+}
 backend_status() {
-  [ -n "$_backends_json" ] || _backends_json="$("$BIN" backends --json 2> /dev/null)"
-  python3 -c 'import json, sys
-print({b["name"]: b["status"] for b in json.loads(sys.argv[1])}.get(sys.argv[2], "unknown backend"))' \
-    "$_backends_json" "$1" 2> /dev/null || echo "unknown (ckptbench backends --json failed)"
+  _backends_load
+  if [ "$_backends_read" -ne 1 ]; then echo "unknown (ckptbench backends --json failed)"
+  else echo "${_backend_statuses[$1]:-unknown backend}"; fi
 }
 # backend_built NAME: whether this binary has backend NAME (-DCKPT_WITH_HDF5 / _IO_URING).
 backend_built() {
-  [ -n "$_backends_json" ] || _backends_json="$("$BIN" backends --json 2> /dev/null)"
+  _backends_load
   case "$(backend_status "$1")" in "not built"*) return 1 ;; esac
 }
 # need_backend NAME...: skips the whole test (exit 77) when one of the backends is not built.
@@ -60,6 +75,10 @@ python_with() {
   return 1
 }
 
+# PY3: the python3 of python_with (Debian's first), for lib.sh's own JSON reading: a python3
+# earlier in PATH may be a pyenv shim that takes a second to start.
+PY3="$(python_with json)" || PY3=python3
+
 # make_workdir TAG [PARENT]: creates $work (default under /var/tmp, a real disk) and removes it on
 # exit, after calling cli_on_exit when the test defines one (e.g. to stop a background job).
 make_workdir() {
@@ -83,7 +102,7 @@ done
 unset _f _skip_next
 
 # jq_py FILE EXPR: evaluates a Python expression over the JSON document d in FILE.
-jq_py() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
+jq_py() { "$PY3" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
 
 # rank_pids TAG: PIDs of ckptbench rank processes whose command line contains TAG.
 rank_pids() {

@@ -47,30 +47,42 @@ else
   bad "plan --predict on the report: $(cat "$work/perr")"
 fi
 
-# 2. Bad options: exit 2, one line naming the option, nothing made.
-check_bad() {  # NEEDLE ARGS...
-  local needle="$1"; shift
-  rm -rf "$work/bad"
-  local o rc
-  o="$(timeout 120 "${MPI[@]}" -n 2 "$BIN" characterize --target "$work/bad" "${small[@]}" "$@" \
-    -o "$work/bad.json" 2>&1)"
-  rc=$?
-  if [ $rc -eq 2 ] && grep -q -- "$needle" <<< "$o" && [ ! -e "$work/bad" ] && [ ! -e "$work/bad.json" ] &&
+# 2. Bad options: exit 2, one line naming the option, nothing made. The refused runs start two at
+# a time (each with its own target and report path), then each is checked.
+# bad_start N ARGS...: starts refused run N in the background; its output and status go to files.
+bad_start() {
+  local n="$1"; shift
+  rm -rf "$work/bad$n"
+  ( timeout 120 "${MPI[@]}" -n 2 "$BIN" characterize --target "$work/bad$n" "${small[@]}" "$@" \
+      -o "$work/bad$n.json" > "$work/bad$n.out" 2>&1
+    echo $? > "$work/bad$n.rc" ) &
+}
+check_bad() {  # N NEEDLE: run N was refused naming NEEDLE
+  local n="$1" needle="$2" o rc
+  o="$(cat "$work/bad$n.out" 2> /dev/null)"
+  rc="$(cat "$work/bad$n.rc" 2> /dev/null || echo "(none)")"
+  if [ "$rc" = 2 ] && grep -q -- "$needle" <<< "$o" && [ ! -e "$work/bad$n" ] && [ ! -e "$work/bad$n.json" ] &&
     [ "$(grep -c 'error' <<< "$o")" -eq 1 ]; then
     ok "refused: $needle"
   else
-    bad "$needle: exit $rc, target $( [ -e "$work/bad" ] && echo made || echo absent): $o"
+    bad "$needle: exit $rc, target $( [ -e "$work/bad$n" ] && echo made || echo absent): $o"
   fi
 }
-check_bad "--budget" --budget 0
-check_bad "--budget" --budget nan
-check_bad "--ci-width" --ci-width 2
-check_bad "unknown stage 'warp'" --stages backend,warp
-check_bad "--min-reps" --min-reps 1
-check_bad "--probe-size" --probe-size 1P
-check_bad "layout" --set layout=nope
 touch "$work/plain"
-check_bad "--recommend" --recommend "$work/plain/x.json"
+cases=("--budget|--budget 0" "--budget|--budget nan" "--ci-width|--ci-width 2"
+       "unknown stage 'warp'|--stages backend,warp" "--min-reps|--min-reps 1" "--probe-size|--probe-size 1P"
+       "layout|--set layout=nope" "--recommend|--recommend $work/plain/x.json")
+for ((i = 0; i < ${#cases[@]}; i += 2)); do
+  for n in $i $((i + 1)); do
+    [ "$n" -lt ${#cases[@]} ] || continue
+    read -r -a args <<< "${cases[$n]#*|}"
+    bad_start "$n" "${args[@]}"
+  done
+  wait
+  for n in $i $((i + 1)); do
+    [ "$n" -lt ${#cases[@]} ] && check_bad "$n" "${cases[$n]%%|*}"
+  done
+done
 
 # 3. SIGTERM during the search: an incomplete report, exit 1, nothing left in the target.
 timeout 300 "${MPI[@]}" -n 4 "$BIN" characterize --target "$work/sig" --budget 5 --probe-size 8M \

@@ -6,7 +6,8 @@
 # paths moved into the scratch directory, mpiexec with ctest's flags), the report scripts on a
 # small real report made here once. JSON that is not a config, usage synopses and sample output
 # are recognised by a mark or a ```text label and listed as skipped; commands needing a cluster,
-# root or the network are skipped by a printed allowlist. A broken example fails with
+# root or the network are skipped by a printed allowlist. Documents run two at a time (--jobs 2:
+# each has its own scratch directory; the log stays in document order). A broken example fails with
 # "doc:line: command: exit N: message".
 #   tests/cli/docs_examples.py --list      shows every block and how it is treated
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -30,7 +31,7 @@ mkdir "$work/docs"
 # failed test's output still shows what failed.
 if timeout 900 "$PY" "$SRC/tests/cli/docs_examples.py" --source "$SRC" --binary "$BIN" \
     --work "$work/docs" --report "$work/report.json" --mpiexec "${CKPT_MPIEXEC:-mpiexec}" \
-    --mpiexec-flags="${CKPT_MPIEXEC_FLAGS:---oversubscribe}" --mpl-python="$MPL" --timeout 90 \
+    --mpiexec-flags="${CKPT_MPIEXEC_FLAGS:---oversubscribe}" --mpl-python="$MPL" --timeout 90 --jobs 2 \
     > "$work/examples.log" 2>&1; then
   cat "$work/examples.log"
   ok "every example in README.md and docs/*.md runs as written"

@@ -11,15 +11,15 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 cli_on_exit() { [ -n "${bg:-}" ] && kill -9 "$bg" 2> /dev/null; rmdir /tmp/ckpt-hard-probe 2> /dev/null; true; }
 
 # 1. A 100,000-level array as a comment (and inside a sweep): exit 2 with a message, no crash.
-python3 -c "print('{\"model\": \"tiny\", \"comment\": ' + '['*100000 + ']'*100000 + '}')" > "$work/deep.json"
+"$PY3" -c "print('{\"model\": \"tiny\", \"comment\": ' + '['*100000 + ']'*100000 + '}')" > "$work/deep.json"
 timeout 30 "$BIN" validate "$work/deep.json" > "$work/l" 2>&1; rc=$?
 [ $rc = 2 ] && grep -q "nested deeper than 64" "$work/l" && ok "deep nesting refused (exit 2)" || bad "deep nesting: exit $rc: $(head -c 300 "$work/l")"
-python3 -c "print('{\"model\": \"tiny\", \"sweep\": {\"queue_depth\": ' + '['*5000 + '1' + ']'*5000 + '}}')" > "$work/deep2.json"
+"$PY3" -c "print('{\"model\": \"tiny\", \"sweep\": {\"queue_depth\": ' + '['*5000 + '1' + ']'*5000 + '}}')" > "$work/deep2.json"
 timeout 30 "$BIN" validate "$work/deep2.json" > "$work/l" 2>&1; rc=$?
 [ $rc = 2 ] && ok "deep nesting inside sweep refused" || bad "deep sweep: exit $rc"
 
 # 2. A sweep of 120,000 points from a few hundred bytes: refused at once, with the count.
-python3 - "$work/sweep.json" <<'PY'
+"$PY3" - "$work/sweep.json" <<'PY'
 import json, sys
 sw = {"queue_depth": list(range(1, 101)), "block_size": [4096 * i for i in range(1, 101)],
       "align": [0, 4096], "preallocate": [True, False], "sync": ["none", "file", "end"]}
@@ -30,7 +30,7 @@ ms=$(( ($(date +%s%N) - s) / 1000000 ))
 [ $rc = 2 ] && [ $ms -lt 5000 ] && grep -q "120000 points" "$work/l" && ok "huge sweep refused in $ms ms" || bad "huge sweep: exit $rc after $ms ms"
 
 # 3. Messages stay short whatever the input: a 100,000-character layout name.
-python3 -c "import json; json.dump({'model': 'tiny', 'layout': 'x' * 100000}, open('$work/long.json', 'w'))"
+"$PY3" -c "import json; json.dump({'model': 'tiny', 'layout': 'x' * 100000}, open('$work/long.json', 'w'))"
 timeout 30 "$BIN" validate "$work/long.json" > "$work/l" 2>&1; rc=$?
 n=$(wc -c < "$work/l")
 [ $rc = 2 ] && [ "$n" -lt 3000 ] && ok "message of a huge value bounded ($n bytes)" || bad "long value: exit $rc, $n bytes"

@@ -52,7 +52,7 @@ re() { sed 's/[][\.*^$(){}+?|]/\\&/g' <<< "$1"; }
 
 # A valid one-tensor safetensors file: 8-byte header length, JSON header, 16 bytes of data.
 st_file() {
-  python3 - "$1" "$2" <<'PY'
+  "$PY3" - "$1" "$2" <<'PY'
 import json, struct, sys
 h = json.dumps({sys.argv[2]: {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]}}).encode()
 open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + bytes(16))
@@ -115,7 +115,7 @@ mkdir -p "$work/cfgdir"
 every "directory as --config" "config file '$(re "$work/cfgdir")' is a directory, not a regular file" "$work/cfgdir"
 
 # 7. A socket as the config (bound by python3; the socket file stays after it exits).
-if python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$work/sock.json" 2> /dev/null; then
+if "$PY3" -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$work/sock.json" 2> /dev/null; then
   every "socket as --config" "config file '$(re "$work/sock.json")' is a socket" "$work/sock.json"
 else
   echo "skip socket as --config: cannot bind an AF_UNIX socket in $work"
@@ -144,7 +144,7 @@ refused "NUL byte in the config" "config file '$(re "$work/nul.json")': not vali
 printf '{"model": "tiny", "comment": "caf\xe9"}\n' > "$work/latin1.json"
 refused "config not UTF-8: message printable" "ill-formed UTF-8 byte; last read: '\"caf\\\\xe9" \
   "$BIN" validate "$work/latin1.json"
-python3 - "$work/latin1.safetensors" <<'PY'
+"$PY3" - "$work/latin1.safetensors" <<'PY'
 import struct, sys
 h = b'{"w\xe9": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}'
 open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + bytes(8))
@@ -203,7 +203,7 @@ if out="$("$BIN" validate "$lc" --set layout=file-per-tensor --set direct=false 
       --target "$work/t-long" --output "$work/long-r.json" --quiet 2>&1)" \
    && [ -z "$(ls -A "$work/t-long")" ] \
    && longest="$("$BIN" plan --config "$lc" --set layout=file-per-tensor --world 2 --files --json \
-      | python3 -c 'import json,sys; print(max(len(c) for f in json.load(sys.stdin)["points"][0]["file_list"] for c in f["path"].split("/")))')" \
+      | "$PY3" -c 'import json,sys; print(max(len(c) for f in json.load(sys.stdin)["points"][0]["file_list"] for c in f["path"].split("/")))')" \
    && [ "$longest" -le 255 ]; then
   ok "a 300-byte tensor name: validate and a 2-rank file-per-tensor run accept it (longest name $longest bytes)"
 else

@@ -18,7 +18,7 @@ if out="$("$BIN" plan --config "$cfg" --world 4 2>&1)"; then
   else bad "plan output lacks the restore: $out"; fi
 else bad "plan failed: $out"; fi
 "$BIN" plan --config "$cfg" --world 4 --json > "$work/plan.json" 2>&1 || bad "plan --json failed"
-if python3 - "$work/plan.json" <<'PY'; then ok "plan --json: per-rank bytes and reads add up to the totals"; else bad "plan --json restore totals"; fi
+if "$PY3" - "$work/plan.json" <<'PY'; then ok "plan --json: per-rank bytes and reads add up to the totals"; else bad "plan --json restore totals"; fi
 import json, sys
 r = json.load(open(sys.argv[1]))["points"][0]["restore"]
 assert r["parallelism"]["tp"] == 2 and r["parallelism"]["pp"] == 1, r["parallelism"]
@@ -40,7 +40,7 @@ for name in lifecycle-async lifecycle-cadence reshard-tp4pp2-to-tp2 restore-weig
   fi
   run_cfg "$name" "$c"
   if [ "$code" -ne 0 ]; then bad "$name: exit $code: $out"; continue; fi
-  if python3 - "$work/$name.json" "$name" <<'PY'; then ok "$name: report holds"; else bad "$name: report"; fi
+  if "$PY3" - "$work/$name.json" "$name" <<'PY'; then ok "$name: report holds"; else bad "$name: report"; fi
 import json, sys
 d, name = json.load(open(sys.argv[1])), sys.argv[2]
 assert d["status"] == "ok", d.get("error")

@@ -59,6 +59,186 @@ else
   echo "plot/compare: $passes passed, $fails failed"; exit 1
 fi
 
+# ---- 10. a characterization report (ckptbench characterize): a short search on 4 ranks
+# (8 MiB probes, 2-3 repetitions each) and the check run of its recommendation. It validates
+# against the report schema (when jsonschema is here); plot.py draws its characterization figures
+# beside the usual ones; compare.py and ckptreport.py read it as the report it also is.
+# Its checks run in the background from the end of section 1 on, beside sections 2-9 (they read
+# only section 1's report); their lines are printed, and their counts added, at the end.
+# The search itself runs first, alone: its stages share a time budget, so it must not compete
+# with this test's other work.
+mkdir -p "$work/char-t"
+char_out="$(timeout 300 "${MPI[@]}" -n 4 "$BIN" characterize --target "$work/char-t" --budget 0.3 \
+    --probe-size 8M --min-reps 2 --max-reps 3 --ci-width 0.5 -q -o "$work/char.json" 2>&1)"
+char_rc=$?
+char_section() {
+passes=0; fails=0
+out="$char_out"
+if [ "$char_rc" -eq 0 ] && [ -s "$work/char.json" ]; then
+  ok "ckptbench characterize produced a report"
+  JS="$(python_with jsonschema)" || JS=""
+  if [ -n "$JS" ]; then
+    check="$("$JS" - "$SRC/docs/report.schema.json" "$work/char.json" <<'EOF' 2>&1
+import json, sys
+import jsonschema
+v = jsonschema.Draft7Validator(json.load(open(sys.argv[1])))
+errs = ["/".join(map(str, e.absolute_path)) + ": " + e.message[:160]
+        for e in v.iter_errors(json.load(open(sys.argv[2])))]
+print("; ".join(errs[:5]) if errs else "valid")
+EOF
+)"
+    if [ "$check" = valid ]; then ok "the characterization report validates against docs/report.schema.json"
+    else bad "characterization report vs the schema: $check"; fi
+  else
+    echo "note: no python3 with jsonschema; the characterization report is not validated here"
+  fi
+  # The figures the report has data for (queue depth: not applicable without a backend that keeps
+  # several transfers in flight; validation: --no-validate or a failed check run).
+  read -r want_qd want_val <<< "$("$PY" -c 'import json, sys
+c = json.load(open(sys.argv[1]))["characterization"]
+qd = "curve" in c["findings"].get("queue_depth", {})
+val = c.get("recommendation", {}).get("validation", {}).get("status") == "ok"
+print(int(qd), int(val))' "$work/char.json")"
+  out="$("$PY" "$SRC/scripts/plot.py" "$work/char.json" --out "$work/figc" 2>&1)"; code=$?
+  if [ "$code" -eq 0 ] && ! grep -q Traceback <<< "$out"; then ok "plot.py on a characterization report exits 0"
+  else bad "plot.py on the characterization report: exit $code: $out"; fi
+  figs="transfer_size backends ceilings"
+  [ "$want_qd" = 1 ] && figs="$figs queue_depth"
+  [ "$want_val" = 1 ] && figs="$figs validation"
+  for fig in $figs; do
+    f="$work/figc/characterization_$fig"
+    sig="$(head -c 8 "$f.png" 2>/dev/null | od -An -c | tr -d ' ')"
+    if [ -s "$f.png" ] && [ "$sig" = '211PNG\r\n032\n' ] && [ -s "$f.svg" ] && grep -q '<svg' "$f.svg"; then
+      ok "figure characterization_$fig.png ($(stat -c %s "$f.png") bytes) and .svg"
+    else bad "figure characterization_$fig: png/svg missing, empty or not an image: $out"; fi
+  done
+  [ "$want_qd" = 1 ] || { grep -q "skipped characterization_queue_depth" <<< "$out" &&
+    ok "characterization_queue_depth skipped with a note (queue depth not applicable here)" ||
+    bad "no note for the missing queue-depth figure: $out"; }
+  missing=""
+  for fig in phase_steps rank_times latency; do [ -s "$work/figc/$fig.png" ] || missing="$missing $fig"; done
+  if [ -z "$missing" ]; then ok "the usual figures are drawn for the characterization report's points too"
+  else bad "figures not drawn for the characterization report:$missing"; fi
+  # What the figures show, read from the SVGs' text: axes with units, the knee and the best marked,
+  # 95 % intervals, the ceilings and the misalignment ratio, predicted against measured.
+  svgok=1
+  for want in "transfer_size:bandwidth vs transfer size" "transfer_size:block size (bytes per transfer, log2 axis" \
+              "transfer_size:save bandwidth (GiB/s)" "transfer_size:restore bandwidth (GiB/s)" \
+              "transfer_size:bars = 95 % interval" "transfer_size:smallest within 5 % of the best save" \
+              "transfer_size:(highest mean save)" "backends:O_DIRECT" "backends:buffered" \
+              "ceilings:one rank" "ceilings:all ranks" "ceilings:bandwidth (GiB/s)"; do
+    grep -qF -- "${want#*:}" "$work/figc/characterization_${want%%:*}.svg" ||
+      { svgok=0; bad "characterization_${want%%:*}: no text '${want#*:}'"; }
+  done
+  if [ "$("$PY" -c 'import json,sys; print(int("misalignment" in json.load(open(sys.argv[1]))["characterization"]["findings"]))' "$work/char.json")" = 1 ]; then
+    grep -q 'packed/aligned x[0-9.]*' "$work/figc/characterization_ceilings.svg" ||
+      { svgok=0; bad "characterization_ceilings: no packed/aligned ratio"; }
+  fi
+  if [ "$want_qd" = 1 ]; then
+    grep -qF 'queue depth (transfers in flight per rank, log2 axis)' "$work/figc/characterization_queue_depth.svg" ||
+      { svgok=0; bad "characterization_queue_depth: no queue-depth axis label"; }
+  fi
+  if [ "$want_val" = 1 ]; then
+    for want in "measured/predicted x" "time (s)" "predicted time (s)" "(recommended)"; do
+      grep -qF -- "$want" "$work/figc/characterization_validation.svg" ||
+        { svgok=0; bad "characterization_validation: no text '$want'"; }
+    done
+  fi
+  [ $svgok -eq 1 ] && ok "characterization figures: units, 95 % intervals, knee and best, ceilings, misalignment ratio, predicted vs measured"
+
+  # Pooled with an ordinary report: both reports' figures, the characterization ones labelled by report.
+  out="$("$PY" "$SRC/scripts/plot.py" "$work/r.json" "$work/char.json" --out "$work/figc2" --format png 2>&1)"; code=$?
+  if [ "$code" -eq 0 ] && [ -s "$work/figc2/characterization_backends.png" ] &&
+     [ -s "$work/figc2/heatmap_qd_block_size.png" ] && [ -s "$work/figc2/latency.png" ]; then
+    ok "plot.py pools a characterization report with a run report"
+  else bad "plot.py r.json char.json: exit $code: $out"; fi
+
+  # A characterization object that is not what the schema says: notes, the other figures, exit 0.
+  "$PY" - "$work" <<'EOF'
+import copy, json, sys
+work = sys.argv[1]
+d = json.load(open(f"{work}/char.json"))
+x = copy.deepcopy(d); x["characterization"]["findings"] = [1, 2]
+json.dump(x, open(f"{work}/char-badfind.json", "w"))
+x = copy.deepcopy(d); x["characterization"] = "nope"
+json.dump(x, open(f"{work}/char-str.json", "w"))
+x = copy.deepcopy(d)
+for e in x["characterization"]["findings"]["transfer_size"]["curve"]:
+    e["save_GiBps"] = {"mean": "fast"}
+x["characterization"]["recommendation"]["validation"] = {"status": "failed", "error": "boom"}
+json.dump(x, open(f"{work}/char-badcurve.json", "w"))
+# As characterize writes it while it searches: status running, only the settings and probes.
+x = copy.deepcopy(d)
+x["status"] = "running"
+x["error"] = "the search had not ended when this was written (killed, or still running)"
+x.pop("finished_at", None)
+keep = ("version", "target", "fs_type", "budget_s", "ci_width", "confidence", "repetitions",
+        "probe", "stages", "stage_notes", "probes")
+x["characterization"] = {k: v for k, v in x["characterization"].items() if k in keep}
+json.dump(x, open(f"{work}/char-running.json", "w"))
+# Another probe size: every config differs (model.scale; by a factor that makes no scale of one
+# report another probe's in the other: the ceilings' one-rank and small probes scale by 1/4 and
+# 1/2 of the full one), the probes' settings do not.
+x = copy.deepcopy(d)
+for p in x["points"]:
+    if isinstance(p["config"].get("model"), dict):
+        p["config"]["model"]["scale"] = p["config"]["model"].get("scale", 1) * 0.37
+json.dump(x, open(f"{work}/char-half.json", "w"))
+EOF
+  out="$("$PY" "$SRC/scripts/plot.py" "$work/char-badfind.json" --out "$work/figc3" --format png 2>&1)"; code=$?
+  if [ "$code" -eq 0 ] && [ "$(grep -c 'skipped characterization_' <<< "$out")" -ge 4 ] &&
+     [ -s "$work/figc3/rank_times.png" ] && ! grep -q Traceback <<< "$out"; then
+    ok "plot.py: findings that are not an object: the characterization figures skipped with notes, exit 0"
+  else bad "plot.py with bad findings: exit $code: $out"; fi
+  out="$("$PY" "$SRC/scripts/plot.py" "$work/char-str.json" --out "$work/figc4" --format png 2>&1)"; code=$?
+  if [ "$code" -eq 0 ] && grep -q "characterization is not an object" <<< "$out" &&
+     [ -s "$work/figc4/rank_times.png" ] && ! grep -q Traceback <<< "$out"; then
+    ok "plot.py: a characterization that is a string: a note, the other figures, exit 0"
+  else bad "plot.py with a string characterization: exit $code: $out"; fi
+  out="$("$PY" "$SRC/scripts/plot.py" "$work/char-badcurve.json" --out "$work/figc5" --format png 2>&1)"; code=$?
+  if [ "$code" -eq 0 ] && grep -q "skipped characterization_transfer_size: no characterization report has a transfer_size curve" <<< "$out" &&
+     grep -q "the check run failed: boom" <<< "$out" && [ -s "$work/figc5/characterization_backends.png" ] &&
+     ! grep -q Traceback <<< "$out"; then
+    ok "plot.py: a curve without numbers and a failed check run: those figures skipped with notes"
+  else bad "plot.py with a bad curve / failed check run: exit $code: $out"; fi
+
+  out="$("$PY" "$SRC/scripts/plot.py" "$work/char-running.json" --out "$work/figc6" --format svg 2>&1)"; code=$?
+  if [ "$code" -eq 0 ] && grep -q "so far: the search had not ended" "$work/figc6/characterization_transfer_size.svg" &&
+     [ -s "$work/figc6/characterization_backends.svg" ] && [ ! -e "$work/figc6/characterization_ceilings.svg" ] &&
+     ! grep -q Traceback <<< "$out"; then
+    ok "plot.py: the report written during the search: transfer-size and backend figures of the probes so far"
+  else bad "plot.py with a running characterization: exit $code: $out"; fi
+
+  # compare.py and ckptreport.py: a characterization report is a report.
+  out="$("$PY" "$SRC/scripts/compare.py" "$work/char.json" "$work/char.json" 2>&1)"; code=$?
+  npts="$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["points"]))' "$work/char.json")"
+  if [ "$code" -eq 0 ] && [ "$(grep -c '^\[[0-9]*\] ' <<< "$out")" -eq "$npts" ] &&
+     grep -q '^\[1\] calibrate: posix aggregated-rank buffered bs=1048576 qd=1$' <<< "$out" &&
+     grep -q '^\[[0-9]*\] backend: posix aggregated-rank O_DIRECT' <<< "$out" &&
+     grep -q '^\[[0-9]*\] ceilings: .* (rank0, 1 ranks)$' <<< "$out" &&
+     { [ "$want_val" = 0 ] || grep -q '^\[[0-9]*\] validate: ' <<< "$out"; }; then
+    ok "compare.py: a characterization report against itself, every probe labelled by stage, O_DIRECT and ranks"
+  else bad "compare.py char.json char.json: exit $code: $out"; fi
+  out="$("$PY" "$SRC/scripts/compare.py" "$work/char.json" "$work/char-half.json" 2>&1)"; code=$?
+  if [ "$code" -eq 0 ] && [ "$(grep -c "matched on the probe's settings: the probe sizes differ" <<< "$out")" -eq "$npts" ] &&
+     ! grep -q 'no match' <<< "$out"; then
+    ok "compare.py: two characterizations with other probe sizes pair every probe on its settings"
+  else bad "compare.py char.json char-half.json: exit $code: $out"; fi
+  out="$("$PY" "$SRC/scripts/ckptreport.py" csv "$work/char.json" -o "$work/char.csv" 2>&1)"; code=$?
+  if [ "$code" -eq 0 ] && [ "$(($(wc -l < "$work/char.csv") - 1))" -eq "$((2 * npts))" ]; then
+    ok "ckptreport.py csv: a characterization report gives a row per probe and phase"
+  else bad "ckptreport.py csv char.json: exit $code: $out"; fi
+else
+  bad "ckptbench characterize failed: $out"
+fi
+echo "$passes $fails" > "$work/char.counts"
+}
+char_section > "$work/char.log" 2>&1 &
+char_pid=$!
+# On an early exit, wait for it before the work directory is removed.
+cli_on_exit() { [ -z "${char_pid:-}" ] || wait "$char_pid" 2> /dev/null; }
+
+
 out="$("$PY" "$SRC/scripts/plot.py" "$work/r.json" --out "$work/fig" 2>&1)"; code=$?
 if [ "$code" -eq 0 ]; then ok "plot.py exits 0"; else bad "plot.py exit $code: $out"; fi
 for fig in bandwidth_vs_block_size heatmap_qd_block_size rank_times latency; do
@@ -695,169 +875,11 @@ if "$PY" "$SRC/scripts/ckptreport.py" csv "$work/r.json" -o "$work/csvdir/new/r.
   ok "ckptreport.py csv -o into a missing directory: made, the same CSV, nothing else"
 else bad "ckptreport.py csv -o into a missing directory: $(ls -A "$work/csvdir/new" 2>&1)"; fi
 
-# ---- 10. a characterization report (ckptbench characterize): a short search on 4 ranks
-# (8 MiB probes, 2-3 repetitions each) and the check run of its recommendation. It validates
-# against the report schema (when jsonschema is here); plot.py draws its characterization figures
-# beside the usual ones; compare.py and ckptreport.py read it as the report it also is.
-mkdir -p "$work/char-t"
-if out="$(timeout 300 "${MPI[@]}" -n 4 "$BIN" characterize --target "$work/char-t" --budget 0.3 \
-    --probe-size 8M --min-reps 2 --max-reps 3 --ci-width 0.5 -q -o "$work/char.json" 2>&1)" &&
-   [ -s "$work/char.json" ]; then
-  ok "ckptbench characterize produced a report"
-  JS="$(python_with jsonschema)" || JS=""
-  if [ -n "$JS" ]; then
-    check="$("$JS" - "$SRC/docs/report.schema.json" "$work/char.json" <<'EOF' 2>&1
-import json, sys
-import jsonschema
-v = jsonschema.Draft7Validator(json.load(open(sys.argv[1])))
-errs = ["/".join(map(str, e.absolute_path)) + ": " + e.message[:160]
-        for e in v.iter_errors(json.load(open(sys.argv[2])))]
-print("; ".join(errs[:5]) if errs else "valid")
-EOF
-)"
-    if [ "$check" = valid ]; then ok "the characterization report validates against docs/report.schema.json"
-    else bad "characterization report vs the schema: $check"; fi
-  else
-    echo "note: no python3 with jsonschema; the characterization report is not validated here"
-  fi
-  # The figures the report has data for (queue depth: not applicable without a backend that keeps
-  # several transfers in flight; validation: --no-validate or a failed check run).
-  read -r want_qd want_val <<< "$("$PY" -c 'import json, sys
-c = json.load(open(sys.argv[1]))["characterization"]
-qd = "curve" in c["findings"].get("queue_depth", {})
-val = c.get("recommendation", {}).get("validation", {}).get("status") == "ok"
-print(int(qd), int(val))' "$work/char.json")"
-  out="$("$PY" "$SRC/scripts/plot.py" "$work/char.json" --out "$work/figc" 2>&1)"; code=$?
-  if [ "$code" -eq 0 ] && ! grep -q Traceback <<< "$out"; then ok "plot.py on a characterization report exits 0"
-  else bad "plot.py on the characterization report: exit $code: $out"; fi
-  figs="transfer_size backends ceilings"
-  [ "$want_qd" = 1 ] && figs="$figs queue_depth"
-  [ "$want_val" = 1 ] && figs="$figs validation"
-  for fig in $figs; do
-    f="$work/figc/characterization_$fig"
-    sig="$(head -c 8 "$f.png" 2>/dev/null | od -An -c | tr -d ' ')"
-    if [ -s "$f.png" ] && [ "$sig" = '211PNG\r\n032\n' ] && [ -s "$f.svg" ] && grep -q '<svg' "$f.svg"; then
-      ok "figure characterization_$fig.png ($(stat -c %s "$f.png") bytes) and .svg"
-    else bad "figure characterization_$fig: png/svg missing, empty or not an image: $out"; fi
-  done
-  [ "$want_qd" = 1 ] || { grep -q "skipped characterization_queue_depth" <<< "$out" &&
-    ok "characterization_queue_depth skipped with a note (queue depth not applicable here)" ||
-    bad "no note for the missing queue-depth figure: $out"; }
-  missing=""
-  for fig in phase_steps rank_times latency; do [ -s "$work/figc/$fig.png" ] || missing="$missing $fig"; done
-  if [ -z "$missing" ]; then ok "the usual figures are drawn for the characterization report's points too"
-  else bad "figures not drawn for the characterization report:$missing"; fi
-  # What the figures show, read from the SVGs' text: axes with units, the knee and the best marked,
-  # 95 % intervals, the ceilings and the misalignment ratio, predicted against measured.
-  svgok=1
-  for want in "transfer_size:bandwidth vs transfer size" "transfer_size:block size (bytes per transfer, log2 axis" \
-              "transfer_size:save bandwidth (GiB/s)" "transfer_size:restore bandwidth (GiB/s)" \
-              "transfer_size:bars = 95 % interval" "transfer_size:smallest within 5 % of the best save" \
-              "transfer_size:(highest mean save)" "backends:O_DIRECT" "backends:buffered" \
-              "ceilings:one rank" "ceilings:all ranks" "ceilings:bandwidth (GiB/s)"; do
-    grep -qF -- "${want#*:}" "$work/figc/characterization_${want%%:*}.svg" ||
-      { svgok=0; bad "characterization_${want%%:*}: no text '${want#*:}'"; }
-  done
-  if [ "$("$PY" -c 'import json,sys; print(int("misalignment" in json.load(open(sys.argv[1]))["characterization"]["findings"]))' "$work/char.json")" = 1 ]; then
-    grep -q 'packed/aligned x[0-9.]*' "$work/figc/characterization_ceilings.svg" ||
-      { svgok=0; bad "characterization_ceilings: no packed/aligned ratio"; }
-  fi
-  if [ "$want_qd" = 1 ]; then
-    grep -qF 'queue depth (transfers in flight per rank, log2 axis)' "$work/figc/characterization_queue_depth.svg" ||
-      { svgok=0; bad "characterization_queue_depth: no queue-depth axis label"; }
-  fi
-  if [ "$want_val" = 1 ]; then
-    for want in "measured/predicted x" "time (s)" "predicted time (s)" "(recommended)"; do
-      grep -qF -- "$want" "$work/figc/characterization_validation.svg" ||
-        { svgok=0; bad "characterization_validation: no text '$want'"; }
-    done
-  fi
-  [ $svgok -eq 1 ] && ok "characterization figures: units, 95 % intervals, knee and best, ceilings, misalignment ratio, predicted vs measured"
-
-  # Pooled with an ordinary report: both reports' figures, the characterization ones labelled by report.
-  out="$("$PY" "$SRC/scripts/plot.py" "$work/r.json" "$work/char.json" --out "$work/figc2" --format png 2>&1)"; code=$?
-  if [ "$code" -eq 0 ] && [ -s "$work/figc2/characterization_backends.png" ] &&
-     [ -s "$work/figc2/heatmap_qd_block_size.png" ] && [ -s "$work/figc2/latency.png" ]; then
-    ok "plot.py pools a characterization report with a run report"
-  else bad "plot.py r.json char.json: exit $code: $out"; fi
-
-  # A characterization object that is not what the schema says: notes, the other figures, exit 0.
-  "$PY" - "$work" <<'EOF'
-import copy, json, sys
-work = sys.argv[1]
-d = json.load(open(f"{work}/char.json"))
-x = copy.deepcopy(d); x["characterization"]["findings"] = [1, 2]
-json.dump(x, open(f"{work}/char-badfind.json", "w"))
-x = copy.deepcopy(d); x["characterization"] = "nope"
-json.dump(x, open(f"{work}/char-str.json", "w"))
-x = copy.deepcopy(d)
-for e in x["characterization"]["findings"]["transfer_size"]["curve"]:
-    e["save_GiBps"] = {"mean": "fast"}
-x["characterization"]["recommendation"]["validation"] = {"status": "failed", "error": "boom"}
-json.dump(x, open(f"{work}/char-badcurve.json", "w"))
-# As characterize writes it while it searches: status running, only the settings and probes.
-x = copy.deepcopy(d)
-x["status"] = "running"
-x["error"] = "the search had not ended when this was written (killed, or still running)"
-x.pop("finished_at", None)
-keep = ("version", "target", "fs_type", "budget_s", "ci_width", "confidence", "repetitions",
-        "probe", "stages", "stage_notes", "probes")
-x["characterization"] = {k: v for k, v in x["characterization"].items() if k in keep}
-json.dump(x, open(f"{work}/char-running.json", "w"))
-# Another probe size: every config differs (model.scale; by a factor that makes no scale of one
-# report another probe's in the other: the ceilings' one-rank and small probes scale by 1/4 and
-# 1/2 of the full one), the probes' settings do not.
-x = copy.deepcopy(d)
-for p in x["points"]:
-    if isinstance(p["config"].get("model"), dict):
-        p["config"]["model"]["scale"] = p["config"]["model"].get("scale", 1) * 0.37
-json.dump(x, open(f"{work}/char-half.json", "w"))
-EOF
-  out="$("$PY" "$SRC/scripts/plot.py" "$work/char-badfind.json" --out "$work/figc3" --format png 2>&1)"; code=$?
-  if [ "$code" -eq 0 ] && [ "$(grep -c 'skipped characterization_' <<< "$out")" -ge 4 ] &&
-     [ -s "$work/figc3/rank_times.png" ] && ! grep -q Traceback <<< "$out"; then
-    ok "plot.py: findings that are not an object: the characterization figures skipped with notes, exit 0"
-  else bad "plot.py with bad findings: exit $code: $out"; fi
-  out="$("$PY" "$SRC/scripts/plot.py" "$work/char-str.json" --out "$work/figc4" --format png 2>&1)"; code=$?
-  if [ "$code" -eq 0 ] && grep -q "characterization is not an object" <<< "$out" &&
-     [ -s "$work/figc4/rank_times.png" ] && ! grep -q Traceback <<< "$out"; then
-    ok "plot.py: a characterization that is a string: a note, the other figures, exit 0"
-  else bad "plot.py with a string characterization: exit $code: $out"; fi
-  out="$("$PY" "$SRC/scripts/plot.py" "$work/char-badcurve.json" --out "$work/figc5" --format png 2>&1)"; code=$?
-  if [ "$code" -eq 0 ] && grep -q "skipped characterization_transfer_size: no characterization report has a transfer_size curve" <<< "$out" &&
-     grep -q "the check run failed: boom" <<< "$out" && [ -s "$work/figc5/characterization_backends.png" ] &&
-     ! grep -q Traceback <<< "$out"; then
-    ok "plot.py: a curve without numbers and a failed check run: those figures skipped with notes"
-  else bad "plot.py with a bad curve / failed check run: exit $code: $out"; fi
-
-  out="$("$PY" "$SRC/scripts/plot.py" "$work/char-running.json" --out "$work/figc6" --format svg 2>&1)"; code=$?
-  if [ "$code" -eq 0 ] && grep -q "so far: the search had not ended" "$work/figc6/characterization_transfer_size.svg" &&
-     [ -s "$work/figc6/characterization_backends.svg" ] && [ ! -e "$work/figc6/characterization_ceilings.svg" ] &&
-     ! grep -q Traceback <<< "$out"; then
-    ok "plot.py: the report written during the search: transfer-size and backend figures of the probes so far"
-  else bad "plot.py with a running characterization: exit $code: $out"; fi
-
-  # compare.py and ckptreport.py: a characterization report is a report.
-  out="$("$PY" "$SRC/scripts/compare.py" "$work/char.json" "$work/char.json" 2>&1)"; code=$?
-  npts="$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["points"]))' "$work/char.json")"
-  if [ "$code" -eq 0 ] && [ "$(grep -c '^\[[0-9]*\] ' <<< "$out")" -eq "$npts" ] &&
-     grep -q '^\[1\] calibrate: posix aggregated-rank buffered bs=1048576 qd=1$' <<< "$out" &&
-     grep -q '^\[[0-9]*\] backend: posix aggregated-rank O_DIRECT' <<< "$out" &&
-     grep -q '^\[[0-9]*\] ceilings: .* (rank0, 1 ranks)$' <<< "$out" &&
-     { [ "$want_val" = 0 ] || grep -q '^\[[0-9]*\] validate: ' <<< "$out"; }; then
-    ok "compare.py: a characterization report against itself, every probe labelled by stage, O_DIRECT and ranks"
-  else bad "compare.py char.json char.json: exit $code: $out"; fi
-  out="$("$PY" "$SRC/scripts/compare.py" "$work/char.json" "$work/char-half.json" 2>&1)"; code=$?
-  if [ "$code" -eq 0 ] && [ "$(grep -c "matched on the probe's settings: the probe sizes differ" <<< "$out")" -eq "$npts" ] &&
-     ! grep -q 'no match' <<< "$out"; then
-    ok "compare.py: two characterizations with other probe sizes pair every probe on its settings"
-  else bad "compare.py char.json char-half.json: exit $code: $out"; fi
-  out="$("$PY" "$SRC/scripts/ckptreport.py" csv "$work/char.json" -o "$work/char.csv" 2>&1)"; code=$?
-  if [ "$code" -eq 0 ] && [ "$(($(wc -l < "$work/char.csv") - 1))" -eq "$((2 * npts))" ]; then
-    ok "ckptreport.py csv: a characterization report gives a row per probe and phase"
-  else bad "ckptreport.py csv char.json: exit $code: $out"; fi
-else
-  bad "ckptbench characterize failed: $out"
-fi
+# ---- 10. the characterization report (run in the background since section 1): its lines
+# and counts
+wait "$char_pid"; char_pid=""
+cat "$work/char.log"
+if read -r p f < "$work/char.counts" 2> /dev/null; then passes=$((passes + p)); fails=$((fails + f))
+else bad "the characterization section ended before its end (no counts)"; fi
 
 summary plot/compare
