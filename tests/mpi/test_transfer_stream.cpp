@@ -1,7 +1,9 @@
 // Transfers on 4 ranks (issue 14).
-// 1. Aggregation: llama2-7b at 1/64, TP2 x DP2, ZeRO-1, aggregated-rank, streamed: the save issues
-//    exactly the sum over contiguous runs of ceil(run / block_size) transfers for 64K, 1M and 16M,
-//    in one sweep, and the plan says so before any I/O.
+// 1. Aggregation: llama2-7b cut to 4 of its 32 layers at 1/64 (224 MiB in 4 runs of up to
+//    64 MiB: 16M blocks still make several transfers per run), TP2 x DP2, ZeRO-1,
+//    aggregated-rank, streamed: the save issues exactly the sum over contiguous runs of
+//    ceil(run / block_size) transfers for 64K, 1M and 16M, in one sweep, and the plan says so
+//    before any I/O.
 // 2. Any block size the validator accepts writes and verifies: random block sizes from 512 B to
 //    16 MiB (most not multiples of 4 KiB) on every backend, transfer stream and per-tensor,
 //    buffered and (posix, io_uring) O_DIRECT.
@@ -19,7 +21,7 @@ using namespace ckpt_test;
 
 TEST(TransferStream, SaveOpsEqualSumOfCeilRunOverBlockSize) {
   CKPT_SKIP_UNLESS_BUILT("io_uring");
-  json c = json::parse(R"({"model": {"name": "llama2-7b", "scale": "1/64"},
+  json c = json::parse(R"({"model": {"name": "llama2-7b", "scale": "1/64", "layers": 4},
       "parallelism": {"tp": 2, "dp": 2, "zero_stage": 1}, "layout": "aggregated-rank",
       "backend": "io_uring", "queue_depth": 8, "direct": true, "transfer": "stream",
       "verify": true, "repetitions": 1, "sweep": {"block_size": ["64K", "1M", "16M"]}})");
@@ -74,7 +76,7 @@ TEST_P(AnyBlockSize, WritesAndVerifies) {
   const std::string b = backend;
   for (uint64_t bs : sizes) {
     SCOPED_TRACE("block_size " + std::to_string(bs));
-    json c = json::parse(R"({"model": {"name": "llama2-7b", "scale": 0.0002},
+    json c = json::parse(R"({"model": {"name": "llama2-7b", "scale": 0.0002, "layers": 4},
         "parallelism": {"tp": 2, "dp": "auto", "zero_stage": 1}, "layout": "aggregated-rank",
         "verify": true, "repetitions": 1})");
     c["backend"] = backend;
