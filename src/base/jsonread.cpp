@@ -191,7 +191,6 @@ std::string ObjectReader::choice(const std::string& key, const std::string& def,
                     "' (allowed: " + join_names(allowed) + ")");
 }
 
-
 std::optional<bool> ObjectReader::opt_boolean(const std::string& key) {
   const json* v = raw(key);
   if (!v) return std::nullopt;

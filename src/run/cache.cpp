@@ -1,8 +1,7 @@
 // Cache defeat between a save and its restore (untimed), and how much of what each rank will
 // read is still in the page cache afterwards (sampled), for the report's `cache`.
-#include "ckptbench/fs/page_cache.hpp"
-
 #include "ckptbench/base/error.hpp"
+#include "ckptbench/fs/page_cache.hpp"
 #include "ckptbench/run/execution.hpp"
 
 namespace ckpt {

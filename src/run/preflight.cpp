@@ -13,10 +13,10 @@
 #include "ckptbench/base/jsonread.hpp"
 #include "ckptbench/base/units.hpp"
 #include "ckptbench/fs/beneath.hpp"
-#include "ckptbench/fs/page_cache.hpp"
 #include "ckptbench/fs/fs.hpp"
 #include "ckptbench/fs/lock.hpp"
 #include "ckptbench/fs/lustre.hpp"
+#include "ckptbench/fs/page_cache.hpp"
 #include "ckptbench/run/execution.hpp"
 
 namespace ckpt {

@@ -14,9 +14,9 @@
 #include <string>
 
 #include "ckptbench/base/error.hpp"
-#include "ckptbench/fs/page_cache.hpp"
 #include "ckptbench/fs/fs.hpp"
 #include "ckptbench/fs/lustre.hpp"
+#include "ckptbench/fs/page_cache.hpp"
 #include "support.hpp"
 
 using namespace ckpt;
