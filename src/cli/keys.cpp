@@ -556,6 +556,14 @@ std::vector<RunOption> build_run_options() {
   return std::move(t.v);
 }
 
+// A table's key names, in its order.
+template <class Opt>
+std::vector<std::string> names_of(const std::vector<Opt>& opts) {
+  std::vector<std::string> v;
+  for (const auto& o : opts) v.push_back(o.name);
+  return v;
+}
+
 template <class Opt>
 void keys_json(const std::vector<Opt>& opts, const char* scope, json& out) {
   for (const auto& o : opts)
@@ -580,20 +588,12 @@ const std::vector<RunOption>& run_options() {
 }
 
 const std::vector<std::string>& point_keys() {
-  static const std::vector<std::string> k = [] {
-    std::vector<std::string> v;
-    for (const auto& o : point_options()) v.push_back(o.name);
-    return v;
-  }();
+  static const std::vector<std::string> k = names_of(point_options());
   return k;
 }
 
 const std::vector<std::string>& run_keys() {
-  static const std::vector<std::string> k = [] {
-    std::vector<std::string> v;
-    for (const auto& o : run_options()) v.push_back(o.name);
-    return v;
-  }();
+  static const std::vector<std::string> k = names_of(run_options());
   return k;
 }
 

@@ -139,17 +139,23 @@ size_t most_in_flight(const NullTransport& t) {
 // boundaries of the first run and `per-tensor` cuts every extent on its own.
 const Ranges kExtents = {{0, 100000}, {100000, 50000}, {150000, 20000}, {300000, 30000}};
 
+// One file of kExtents through `mode` in phase `ph` (a restore reads what a save wrote first):
+// the requests the transport got for it, and the phase's recorder.
+std::pair<Ranges, PhaseRecorder> requests_of(TransferMode mode, Phase ph) {
+  PolicyPlan s(mode);
+  const size_t f = s.add_file(1, kExtents);
+  NullTransport t;
+  RecordingPath dp;
+  if (ph == Phase::restore) s.run(t, Phase::save, dp);
+  t.calls.clear();
+  PhaseRecorder rec = s.run(t, ph, dp);
+  return {t.submits_of(f), std::move(rec)};
+}
+
 TEST(DriverPolicy, StreamRequestsCrossTensorsWithinARun) {
   for (Phase ph : {Phase::save, Phase::restore}) {
-    PolicyPlan s(TransferMode::stream);
-    const size_t f = s.add_file(1, kExtents);
-    NullTransport t;
-    RecordingPath dp;
-    if (ph == Phase::restore) s.run(t, Phase::save, dp);
-    t.calls.clear();
-    const PhaseRecorder rec = s.run(t, ph, dp);
-    EXPECT_EQ(t.submits_of(f),
-              (Ranges{{0, 65536}, {65536, 65536}, {131072, 38928}, {300000, 30000}}));
+    const auto [reqs, rec] = requests_of(TransferMode::stream, ph);
+    EXPECT_EQ(reqs, (Ranges{{0, 65536}, {65536, 65536}, {131072, 38928}, {300000, 30000}}));
     EXPECT_EQ(rec.ops(), 4u);
     EXPECT_EQ(rec.bytes(), 200000u);
   }
@@ -157,15 +163,9 @@ TEST(DriverPolicy, StreamRequestsCrossTensorsWithinARun) {
 
 TEST(DriverPolicy, PerTensorRequestsCutEachExtentOnItsOwn) {
   for (Phase ph : {Phase::save, Phase::restore}) {
-    PolicyPlan s(TransferMode::per_tensor);
-    const size_t f = s.add_file(1, kExtents);
-    NullTransport t;
-    RecordingPath dp;
-    if (ph == Phase::restore) s.run(t, Phase::save, dp);
-    t.calls.clear();
-    const PhaseRecorder rec = s.run(t, ph, dp);
+    const auto [reqs, rec] = requests_of(TransferMode::per_tensor, ph);
     EXPECT_EQ(
-        t.submits_of(f),
+        reqs,
         (Ranges{{0, 65536}, {65536, 34464}, {100000, 50000}, {150000, 20000}, {300000, 30000}}));
     EXPECT_EQ(rec.ops(), 5u);
     EXPECT_EQ(rec.bytes(), 200000u);
