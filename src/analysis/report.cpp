@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "ckptbench/base/error.hpp"
+#include "ckptbench/base/malloc_policy.hpp"
 #include "ckptbench/base/units.hpp"
 #include "ckptbench/base/version.hpp"
 #include "ckptbench/io/backend.hpp"
@@ -160,6 +161,7 @@ json capture_environment(const std::string& target, MPI_Comm comm) {
   env["target"] = target;
   env["cpu"] = cpu_model();
   env["cores_online"] = sysconf(_SC_NPROCESSORS_ONLN);
+  env["malloc"] = malloc_policy_json();
   struct sysinfo si;
   if (sysinfo(&si) == 0) env["memory_bytes"] = static_cast<uint64_t>(si.totalram) * si.mem_unit;
   env["euid"] = geteuid();

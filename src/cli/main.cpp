@@ -23,6 +23,7 @@
 #include "ckptbench/analysis/report_tables.hpp"
 #include "ckptbench/base/error.hpp"
 #include "ckptbench/base/jsonread.hpp"
+#include "ckptbench/base/malloc_policy.hpp"
 #include "ckptbench/base/units.hpp"
 #include "ckptbench/base/version.hpp"
 #include "ckptbench/cli/characterize.hpp"
@@ -417,6 +418,8 @@ int mpi_command(const std::function<int(int)>& body) {
   // Before MPI_Init, which sizes shared-memory files too: past `ulimit -f` a call fails with EFBIG
   // and says so, instead of SIGXFSZ ending the rank without a word.
   std::signal(SIGXFSZ, SIG_IGN);
+  // Before MPI_Init too, whose libraries allocate from then on (base/malloc_policy.hpp).
+  pin_malloc_thresholds();
   // The compute phase of an asynchronous save runs on a thread that makes no MPI call.
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);

@@ -855,15 +855,23 @@ class Hdf5Backend final : public Backend {
 
   static uint64_t ops_of(uint64_t bytes, uint64_t bs) { return (bytes + bs - 1) / bs; }
 
-  // The writers of a shared file agree on failures where the next call would be collective:
-  // after each collective H5Dwrite/H5Dread, after a rank's independent transfers of the file,
-  // and after H5Fflush and H5Fclose (a rank that failed does not leave the others waiting in
-  // them; MPI-IO reports a two-phase write error only to the aggregator that met it).
+  // The writers of a shared file agree on failures before the next call that is collective: every
+  // kAgreeEvery collective H5Dwrite/H5Dread and after the last, after a rank's independent
+  // transfers of the file, and after H5Fflush and H5Fclose (a rank that failed does not leave the
+  // others waiting in them; MPI-IO reports a two-phase write error only to the aggregator that met
+  // it). Between agreements a rank that failed joins the collective calls with an empty selection
+  // (an allreduce after every call cost as much as the call itself on ranks sharing cores; see
+  // the MPI-IO backend).
+  static constexpr uint64_t kAgreeEvery = 32;
   void transfer(PhaseContext& ctx, File& file) {
     const uint64_t bs = cfg_.block_size;
     const char* call = save_ ? "H5Dwrite" : "H5Dread";
     const std::string peer = "another writer of '" + file.path + "' failed in " + call;
-    std::exception_ptr err = error_of([&] {
+    std::exception_ptr err;
+    uint64_t calls = 0;
+    // loop_err: an independent transfer's failure, or the agreement that stopped the collective
+    // calls (every writer leaves the loop at the same agreement).
+    const std::exception_ptr loop_err = error_of([&] {
       for (auto& d : file.dsets) {
         // Independent: only this rank's datasets. Collective: every rank calls H5Dwrite/H5Dread
         // for every dataset the same number of times (HDF5 1.10 has no multi-dataset I/O), the
@@ -879,18 +887,22 @@ class Hdf5Backend final : public Backend {
                             d.path + "' on element boundaries (" + std::to_string(es) + " bytes)");
             transfer_op(ctx, file, d, d.mine != nullptr, pos, len);
           };
-          if (opt_.collective)
-            agree_on_step(file.comm, error_of(op), peer);
-          else
+          if (!opt_.collective) {
             op();
+            continue;
+          }
+          if (!err)
+            err = error_of(op);
+          else  // joins the others with nothing; the first failure is the one reported
+            (void)error_of([&] { transfer_op(ctx, file, d, false, pos, len); });
+          if (++calls % kAgreeEvery == 0) agree_on_step(file.comm, err, peer);
         }
       }
     });
-    // Collective: every step was agreed above (err, if any, is already every writer's).
     if (!opt_.collective)
-      agree_on_step(file.comm, err, peer);
-    else if (err)
-      std::rethrow_exception(err);
+      agree_on_step(file.comm, loop_err, peer);
+    else
+      agree_on_step(file.comm, err ? err : loop_err, peer);
     if (opt_.collective && !file.dsets.empty()) {
       H5D_mpio_actual_io_mode_t mode;
       if (H5Pget_mpio_actual_io_mode(dxpl_.get(), &mode) >= 0)
