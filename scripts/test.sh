@@ -36,5 +36,8 @@ cd "$dir"
 if [ $integration -eq 1 ]; then
   ctest --output-on-failure -j "$(jobs_n)" --timeout 900 -L integration
 else
-  ctest --output-on-failure -j "$(jobs_n)" --timeout 900 -LE integration
+  # One test more than cores: the tests spend part of their time waiting (MPI start-up, sleeps,
+  # child processes), and a third keeps both cores busy meanwhile (ctest 459 -> 396 s on the
+  # 2-core machine; docs/reliability.md, "Test suite time").
+  ctest --output-on-failure -j "$(($(jobs_n) + 1))" --timeout 900 -LE integration
 fi
