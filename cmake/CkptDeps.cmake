@@ -9,6 +9,7 @@
 #   ckpt::mpi      MPI's C API (MPI::MPI_C)
 #   ckpt::hdf5     parallel HDF5's C library          (CKPT_WITH_HDF5=ON)
 #   ckpt::uring    liburing                           (CKPT_WITH_IO_URING=ON)
+#   CURL::libcurl  libcurl, for the s3 backend         (CKPT_WITH_S3=ON)
 #   URING_VERSION  liburing's version for src/base/version.hpp.in ("unknown" when nobody says)
 #   GTest::gtest                                      (CKPT_BUILD_TESTS=ON)
 #   CLI11::CLI11, nlohmann_json::nlohmann_json, Threads::Threads, ZLIB::ZLIB
@@ -106,6 +107,14 @@ endif()
 # --- liburing ------------------------------------------------------------------------------------
 # liburing installs no CMake package: find_path / find_library search CMAKE_PREFIX_PATH (and
 # LIBURING_ROOT) first, then the system; pkg-config liburing is the fallback.
+if(CKPT_WITH_S3)
+  # 7.75 brought CURLOPT_AWS_SIGV4 (Debian 12: 7.88).
+  find_package(CURL 7.75)
+  if(NOT CURL_FOUND)
+    message(FATAL_ERROR "libcurl >= 7.75 not found (Debian: libcurl4-openssl-dev); configure with "
+                        "-DCKPT_WITH_S3=OFF to build without the s3 backend")
+  endif()
+endif()
 set(URING_VERSION "unknown")
 if(CKPT_WITH_IO_URING)
   find_path(CKPT_URING_INCLUDE_DIR liburing.h HINTS ${LIBURING_ROOT} ENV LIBURING_ROOT

@@ -25,7 +25,7 @@ done
 # universal-ctags: scripts/check_layers.py (ctest house.layers) reads function lengths with it.
 pkgs=(build-essential cmake pkg-config git
       libopenmpi-dev openmpi-bin
-      liburing-dev
+      liburing-dev libcurl4-openssl-dev
       libhdf5-openmpi-dev hdf5-tools
       libcli11-dev nlohmann-json3-dev libgtest-dev zlib1g-dev
       fio python3 python3-jsonschema universal-ctags bindfs)
@@ -33,7 +33,7 @@ if [ $with_plots -eq 1 ]; then
   pkgs+=(python3-matplotlib)
 fi
 if [ $with_cluster -eq 1 ]; then
-  pkgs+=(slurmctld slurmd slurm-client munge)
+  pkgs+=(slurmctld slurmd slurm-client munge radosgw python3-boto3)
 fi
 
 missing=()

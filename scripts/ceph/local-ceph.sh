@@ -136,6 +136,7 @@ teardown() {
   if alive "$run/mds.a.pid" && alive "$run/mon.a.pid"; then
     timeout -s KILL 10 ceph --conf "$conf" --connect-timeout 5 fs fail cephfs > /dev/null 2>&1 || true
   fi
+  stop_pids rgw.a   # the S3 gateway of scripts/ceph/local-rgw.sh, if it started one
   stop_pids mds.a osd.0 mgr.x
   stop_pids mon.a
   if [ -e "$dir/mountpoint.made" ]; then rmdir "$mnt" 2> /dev/null || true; fi

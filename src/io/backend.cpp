@@ -166,7 +166,7 @@ std::string posix_open_reason(const std::string& path, bool write) {
 
 const std::vector<BackendFactory>& backend_registry() {
   static const std::vector<BackendFactory> r = {posix_backend(), uring_backend(), mpiio_backend(),
-                                                hdf5_backend()};
+                                                hdf5_backend(), s3_backend()};
   return r;
 }
 

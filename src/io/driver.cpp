@@ -103,7 +103,8 @@ class Driver {
         order_(files_in_id_order(files_, false)),
         st_(files_.size()),
         budget_(std::max<size_t>(1, std::min(fd_budget(), caps_.max_open))),
-        sync_(plan_sync(ctx.cfg->sync, save_, order_.size(), budget_)) {}
+        sync_(caps_.objects ? SyncPlan{}
+                            : plan_sync(ctx.cfg->sync, save_, order_.size(), budget_)) {}
 
   // The data files between the framework's stages (commit.hpp: DCP's commit records and
   // collectives; without commit records the data files are the whole phase). A failed step drains
@@ -124,7 +125,7 @@ class Driver {
       }
     };
     run_commit_stages(ctx_, err, stage, [&] {
-      if (save_ && ctx_.plan != nullptr && ctx_.plan->any_shared) precreate();
+      if (save_ && ctx_.plan != nullptr && ctx_.plan->any_shared && !caps_.objects) precreate();
       if (caps_.whole_file)
         whole_files();
       else
@@ -196,7 +197,7 @@ class Driver {
     const double t0 = now_s();
     FileState& s = st_[i];
     int fd = -1;
-    if (save_ && files_[i].create) {
+    if (save_ && files_[i].create && !caps_.objects) {
       if (s.created_fd >= 0) {
         fd = s.created_fd;
         s.created_fd = -1;
@@ -358,7 +359,7 @@ class Driver {
       const uint64_t now = now_ns();
       for (unsigned s : done) {
         SlotInfo& si = info[s];
-        rec_.op(si.t.len, now - si.t0);
+        if (!caps_.objects) rec_.op(si.t.len, now - si.t0);
         st_[si.file].outstanding--;
         in_flight--;
         if (save_)

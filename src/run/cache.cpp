@@ -10,6 +10,10 @@ using json = nlohmann::json;
 
 json defeat_cache(RunState& rs, PointRun& pt, const std::string& dir, const RankIo& reads) {
   const RankIo& mine = pt.prep.plan.ranks[static_cast<size_t>(rs.rank)];
+  if (find_backend(pt.pc.backend).objects)
+    return {{"method", "not applicable"},
+            {"reason", "objects in a remote store: no page cache on this side (backend " +
+                           pt.pc.backend + ")"}};
   json cj = {{"method", cache_name(pt.cache)}};
   auto [o, m] = attempt(rs.rank, [&] {
     if (pt.cache == CacheMode::fadvise)
@@ -60,6 +64,7 @@ json defeat_cache(RunState& rs, PointRun& pt, const std::string& dir, const Rank
 
 CacheMode resolve_cache(const PointConfig& pc, const NodeMap& nm, bool has_remote) {
   if (pc.cache != CacheMode::auto_) return pc.cache;
+  if (find_backend(pc.backend).objects) return CacheMode::none;  // no page cache to defeat
   if (pc.direct) return CacheMode::direct;
   // Never drop-caches: it empties the whole node's page cache, other users' too; only when asked.
   if (nm.nodes > 1 && !nm.emulated && !has_remote) return CacheMode::rank_shift;

@@ -57,6 +57,7 @@ PhaseResult run_phase(RunState& rs, PointRun& pt, Phase phase, const RankIo& io,
   ctx.model = &pt.prep.model;
   ctx.io = &io;
   ctx.dir = dir;
+  ctx.run_dir = rs.run_dir;
   ctx.dirfd = dirfd;
   ctx.comm = rs.comm;
   ctx.framework_comm = rs.framework_comm;

@@ -126,7 +126,8 @@ json restore_plan_json(const Prepared& p, const PointConfig& pc) {
 
 std::string block_size_warning(const PointConfig& pc, const json& transfers) {
   const uint64_t run = transfers.value("largest_run_bytes", uint64_t{0});
-  if (run == 0 || pc.block_size <= run) return "";
+  // Objects: block_size is the part size, the transport gathers transfers into parts.
+  if (run == 0 || pc.block_size <= run || find_backend(pc.backend).objects) return "";
   return "block_size " + format_bytes(pc.block_size) + " exceeds the largest contiguous run (" +
          format_bytes(run) + ", transfer '" + transfer_mode_name(pc.transfer) +
          "'): every transfer is a whole run, so block size has no effect on this point";
@@ -139,7 +140,7 @@ std::vector<std::string> point_warnings(const PointConfig& pc, CacheMode cache,
     w.push_back(
         "cache rank-shift on a single real node: restore reads another rank's files from the "
         "same page cache, so it does not defeat the cache");
-  if (cache == CacheMode::none)
+  if (cache == CacheMode::none && !find_backend(pc.backend).objects)
     w.push_back("cache 'none': restore may be served from the page cache (not disk speed)");
   if (pc.sync == SyncPolicy::none && !pc.direct)
     w.push_back(

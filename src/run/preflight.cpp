@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <set>
 
 #include "ckptbench/base/error.hpp"
 #include "ckptbench/base/jsonread.hpp"
@@ -181,6 +182,26 @@ std::string make_run_dir(const std::string& target, const std::string& target_fs
   return run_dir;
 }
 
+void remove_point_data(const PointConfig& pc, const std::string& run_dir, const std::string& dir) {
+  if (const auto& rm = find_backend(pc.backend).remove_data) rm(pc, run_dir, dir);
+}
+
+void remove_run_data(const RunConfig& cfg, const std::string& run_dir) noexcept {
+  std::set<std::string> done;
+  for (const auto& pc : cfg.points) {
+    try {
+      const auto& rm = find_backend(pc.backend).remove_data;
+      if (!rm || !done.insert(pc.backend + pc.backend_options.dump()).second) continue;
+      rm(pc, run_dir, run_dir);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr,
+                   "ckptbench: warning: the run's data in the %s store could not be removed: %s; "
+                   "remove it by hand\n",
+                   pc.backend.c_str(), e.what());
+    }
+  }
+}
+
 std::string target_point_error(const RunConfig& cfg, const TargetFacts& facts,
                                const std::string& run_dir) {
   const FsInfo& fsi = facts.fs;
@@ -206,6 +227,27 @@ std::string target_point_error(const RunConfig& cfg, const TargetFacts& facts,
       return where + e;
   }
   return "";
+}
+
+std::string store_reach_error(const RunConfig& cfg, int rank, MPI_Comm comm) {
+  std::string err;
+  if (rank == 0) {
+    std::set<std::string> reached;  // asked once per distinct settings
+    for (size_t i = 0; i < cfg.points.size() && err.empty(); i++) {
+      const auto& pc = cfg.points[i];
+      const auto& reach = find_backend(pc.backend).reach;
+      if (!reach || !reached.insert(pc.backend + pc.backend_options.dump()).second) continue;
+      if (auto e = reach(pc); !e.empty())
+        err = (cfg.points.size() > 1 ? "point " + std::to_string(i + 1) + ": " : "") + e;
+    }
+  }
+  return bcast_string(err, 0, comm);
+}
+
+std::string run_target_error(const RunConfig& cfg, const TargetFacts& facts,
+                             const std::string& run_dir, int rank, MPI_Comm comm) {
+  std::string e = target_point_error(cfg, facts, run_dir);
+  return e.empty() ? store_reach_error(cfg, rank, comm) : e;
 }
 
 }  // namespace ckpt

@@ -220,6 +220,7 @@ void run_repetition(RunState& rs, PointRun& pt, int rep) {
     guarded_barrier(rs.comm, rs.agree.stall, "at the barrier after the save " + where);
     auto [o, m] = attempt(rs.rank, [&] {
       if (rs.rank != 0 || pt.saved_dir.empty() || rs.cfg.keep) return;
+      remove_point_data(pt.pc, rs.run_dir, rs.run_dir + "/" + pt.saved_dir);
       remove_tree(rs.run_dir + "/" + pt.saved_dir, rs.run_dir);
     });
     rs.agree(o, m, 0);
@@ -274,7 +275,9 @@ void run_repetition(RunState& rs, PointRun& pt, int rep) {
   guarded_barrier(rs.comm, rs.agree.stall, "at the barrier before the clean-up " + where);
   if (!rs.cfg.keep) {
     auto [o, m] = attempt(rs.rank, [&] {
-      if (rs.rank == 0) remove_tree(dir, rs.run_dir);
+      if (rs.rank != 0) return;
+      remove_point_data(pt.pc, rs.run_dir, dir);
+      remove_tree(dir, rs.run_dir);
     });
     rs.agree(o, m, 0);
   }

@@ -215,6 +215,7 @@ void record_failure(RunState& rs, RunResult& res, const Error& e) {
   // Every rank agreed on this error, so a barrier is safe; then remove what this run made.
   MPI_Barrier(rs.comm);
   if (!rs.cfg.keep && rs.rank == 0 && rs.opt.phases != Phases::restore) {
+    remove_run_data(rs.cfg, rs.run_dir);
     try {
       remove_tree(rs.run_dir, rs.target);
     } catch (const Error& ce) {
@@ -455,7 +456,7 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
     if (failed_before_io(res, [&] { agree(o, m, 0); })) return res;
   }
   // Checks that need the file system: still before any benchmark I/O.
-  if (std::string err = target_point_error(cfg, facts, run_dir); !err.empty()) {
+  if (std::string err = run_target_error(cfg, facts, run_dir, rank, comm); !err.empty()) {
     if (rank == 0 && opt.phases != Phases::restore) {
       remove_empty_run_dir(run_dir);
       target_lock.release();
@@ -475,11 +476,12 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
       std::fprintf(stderr, "ckptbench: warning: %s\n", l->stale().c_str());
     }
 
-  // Stop signals are acted on at once by a watcher (interrupt.hpp); the progress writes go through
-  // it so that its emergency write never races them.
-  // A saved run being restored is never removed.
-  SignalCleanup on_signal(rank, run_dir, target, !cfg.keep && opt.phases != Phases::restore,
-                          rank == 0 ? opt.on_progress : nullptr, [&output_lock, &target_lock] {
+  // A watcher acts on stop signals at once (interrupt.hpp; progress writes go through it); a saved
+  // run being restored is never removed; a store's data (s3) goes on every rank (rank 0 may die).
+  const bool rm = !cfg.keep && opt.phases != Phases::restore;
+  SignalCleanup on_signal(rank, run_dir, target, rm, rank == 0 ? opt.on_progress : nullptr,
+                          [&output_lock, &target_lock, &cfg, run_dir, rm] {
+                            if (rm) remove_run_data(cfg, run_dir);
                             output_lock.release();
                             target_lock.release();
                           });
@@ -502,6 +504,7 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
   Watchdog watchdog(deadline, cfg.timeout_s, rank);
   run_points(rs, on_signal, watchdog, res);
   if (!cfg.keep && rank == 0 && opt.phases == Phases::both) {
+    remove_run_data(cfg, run_dir);  // a store's leftovers (s3: uploads a lifecycle left)
     remove_empty_run_dir(run_dir);  // only if empty: never deletes what we did not make
   }
   {

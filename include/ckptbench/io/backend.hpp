@@ -53,6 +53,7 @@ struct PhaseContext {
   const ModelDesc* model = nullptr;  // tensor names/shapes (for backends that name datasets)
   const RankIo* io = nullptr;        // this rank's files and extents
   std::string dir;                   // absolute point directory (exists; subdirectories created)
+  std::string run_dir;               // the run directory dir is below (object stores key on it)
   int dirfd = -1;                    // dir held open (-1: open_plan_file opens it per call)
   MPI_Comm comm = MPI_COMM_NULL;     // every rank of the run (collective backends may split it)
   BufferPool* pool = nullptr;  // cfg->queue_depth (>= 1) buffers of block_size (+ period), aligned
@@ -94,6 +95,12 @@ struct TransportCaps {
   bool plan_offsets = true;
   // Files open at once at most, below the descriptor budget (HDF5 keeps a metadata cache each).
   size_t max_open = SIZE_MAX;
+  // The files are objects in a store the transport reaches itself (s3): the driver creates,
+  // preallocates and syncs nothing on the file system (open(i, -1) on a save creates the object;
+  // an object is durable when its upload completed, so `sync` does not apply), and the transport
+  // records each request with ctx.rec->op itself (a save's transfers are copied into its parts,
+  // so submit-to-reap is not a request's latency).
+  bool objects = false;
 };
 
 // A backend is a transport under the phase driver, in the spirit of fio's ioengine ops: the driver
@@ -181,7 +188,23 @@ struct BackendFactory {
   // shared-file-pointer files), so it cannot read a directory that must stay untouched
   // (--read-dir); this says why.
   std::string read_only_refusal;
+  // The files are objects in a store reached over the network (s3): block_size is the part size
+  // (the transport gathers transfers into parts), there is no page cache on this side (cache
+  // "auto" is "none", no cache defeat, no residency sample, no page-cache warning), and nothing
+  // is preallocated or synced on a file system.
+  bool objects = false;
   std::function<std::unique_ptr<Backend>(const PointConfig&)> create;
+  // Not empty: the backend's store is reached over the network (s3). Checked before any I/O for
+  // every point (target_point_error): "" when it answers; else what is wrong, naming which of the
+  // endpoint, the credentials or the bucket.
+  std::function<std::string(const PointConfig&)> reach;
+  // Not empty: the backend keeps the run's data outside the run directory (s3: objects below
+  // s3.url/<run directory's name>/). Removes what it stored for `dir` (run_dir itself or a
+  // directory below it): aborts the unfinished uploads there and deletes the objects; returns
+  // what it did. Called where the run removes that directory (a repetition's, the whole run's,
+  // and on a signal by the clean-up). Throws IoError.
+  std::function<std::string(const PointConfig&, const std::string& run_dir, const std::string& dir)>
+      remove_data;
   // Not empty: shuts the backend's library down while MPI still works (before MPI_Finalize):
   // what a failed phase left open is closed there, not from an MPI attribute callback inside
   // MPI_Finalize (shutdown_backends()).
@@ -264,10 +287,11 @@ const BackendFactory& find_backend(const std::string& name);
 nlohmann::json probe_backends();
 
 // Each backend file defines one of these; src/io/backends/not_built.cpp defines the ones of the
-// backends the build leaves out (CKPT_WITH_HDF5, CKPT_WITH_IO_URING).
+// backends the build leaves out (CKPT_WITH_HDF5, CKPT_WITH_IO_URING, CKPT_WITH_S3).
 BackendFactory posix_backend();
 BackendFactory uring_backend();
 BackendFactory mpiio_backend();
 BackendFactory hdf5_backend();
+BackendFactory s3_backend();
 
 }  // namespace ckpt

@@ -130,11 +130,26 @@ struct TargetFacts {
 // `target_fs` (config key; "" = any): the file-system type the target must be on, checked before
 // anything is created - an unmounted mount point is refused (ConfigError), so no run lands on
 // the disk underneath.
+// What a point's backend keeps outside the file system for `dir` (run_dir or a directory below
+// it; BackendFactory::remove_data: s3's objects and unfinished uploads) is removed; nothing for a
+// backend that keeps none. Throws IoError.
+void remove_point_data(const PointConfig& pc, const std::string& run_dir, const std::string& dir);
+// The same for every point of the run (each distinct backend setting once); a failure is printed
+// as a warning naming what is left, never thrown (it runs on error paths and in the signal
+// watcher).
+void remove_run_data(const RunConfig& cfg, const std::string& run_dir) noexcept;
 std::string make_run_dir(const std::string& target, const std::string& target_fs,
                          uint64_t need_bytes, bool free_space_check, bool keep, TargetFacts& facts,
                          LockFile* lock = nullptr);
 // The checks that need the file system's facts (O_DIRECT, its alignment, Lustre striping), for
 // every point; "" when all pass, else the message (naming the point and the key).
+// Rank 0 asks each point's network store (BackendFactory::reach: s3's endpoint, credentials,
+// bucket) whether it answers; every rank gets the first error ("" when all answer). Collective.
+std::string store_reach_error(const RunConfig& cfg, int rank, MPI_Comm comm);
+// target_point_error, then (when it has none) store_reach_error: the same answer on every rank.
+// Collective.
+std::string run_target_error(const RunConfig& cfg, const TargetFacts& facts,
+                             const std::string& run_dir, int rank, MPI_Comm comm);
 std::string target_point_error(const RunConfig& cfg, const TargetFacts& facts,
                                const std::string& run_dir);
 

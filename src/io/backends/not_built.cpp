@@ -26,7 +26,7 @@ BackendFactory not_built_backend(const std::string& name, const std::string& des
   return f;
 }
 
-// The descriptions and library keys are those of src/io/backends/hdf5.cpp and uring.cpp.
+// The descriptions and library keys are those of src/io/backends/hdf5.cpp, uring.cpp and s3.cpp.
 #ifndef CKPT_HAVE_HDF5
 BackendFactory hdf5_backend() {
   return not_built_backend(
@@ -41,6 +41,16 @@ BackendFactory uring_backend() {
                            "liburing: queue_depth transfers in flight across extents and files; "
                            "fixed buffers/files, SQPOLL, submission batching",
                            "CKPT_WITH_IO_URING", "liburing_version");
+}
+#endif
+
+#ifndef CKPT_HAVE_S3
+BackendFactory s3_backend() {
+  return not_built_backend(
+      "s3",
+      "S3 objects through libcurl (SigV4): block_size parts, queue_depth "
+      "requests in flight, ranged GETs; shared objects as one multipart upload",
+      "CKPT_WITH_S3", "libcurl_version");
 }
 #endif
 
