@@ -2,7 +2,7 @@
 // thread, libcurl's SigV4 (CURLOPT_AWS_SIGV4) signs them; this file adds what S3 needs beside:
 // the target URL, credentials from the environment or an AWS credentials file, retries with
 // exponential backoff and full jitter for throttling and transient failures, per-kind request
-// counts and latencies, and the few XML elements S3 answers with. DESIGN: docs/backends.md, "s3".
+// counts and latencies, and the few XML elements S3 answers with. DESIGN: docs/backend-s3.md.
 #pragma once
 #include <array>
 #include <cstddef>

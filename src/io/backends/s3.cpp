@@ -6,7 +6,7 @@
 // (shared-file, aggregated-node, ranks_per_file > 1) is one multipart upload: its first writer
 // creates it and sends the upload id to the others, each uploads the parts of its own region, the
 // first writer completes it once all have finished, or aborts it when any failed.
-// docs/backends.md, "s3", has the mapping and what does not apply (sync, the page cache).
+// docs/backend-s3.md has the mapping and what does not apply (sync, the page cache).
 #include <mpi.h>
 
 #include <algorithm>
