@@ -8,7 +8,7 @@
 #
 #   scripts/bench_vs_s3.sh [--pairs N] [--scale S] [--part SIZE] [--qd N] [--out FILE]
 #
-# Defaults: 5 rounds, llama2-7b scaled 1/128 (one object of about 0.8 GiB: aggregated-rank on one
+# Defaults: 5 rounds, llama2-7b scaled 1/128 (one object of about 0.7 GiB: aggregated-rank on one
 # rank), 8 MiB parts, 8 requests in flight, TSV in results/bench_vs_s3/<date>-<commit>.tsv.
 # Starts the cluster and the gateway (scripts/ceph/local-rgw.sh, local-ceph.sh; root) and stops
 # them at the end. Prints per-round GiB/s and the medians; docs/PERFORMANCE.md has the numbers.
