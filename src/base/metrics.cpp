@@ -113,6 +113,8 @@ const char* counter_name(Counter c) {
       return "collective_empty_calls";
     case Counter::syncfs_calls:
       return "syncfs_calls";
+    case Counter::throttled:
+      return "throttled";
   }
   return "?";
 }
@@ -143,14 +145,37 @@ MinMeanMax reduce_mmm(double v, MPI_Comm comm) {
 }
 }  // namespace
 
+const char* object_request_name(ObjectRequest k) {
+  static const char* const kNames[kObjectRequests] = {
+      "put", "create_upload", "part", "complete", "abort", "get", "head", "list", "delete"};
+  return kNames[static_cast<int>(k)];
+}
+
+namespace {
+
+// Adds the histograms of every rank (bucket counts and counts summed, maxima taken). Collective.
+void merge_histogram(const LatencyHistogram& mine, LatencyHistogram& out, MPI_Comm comm) {
+  MPI_Allreduce(mine.counts().data(), out.counts().data(), LatencyHistogram::kBuckets, MPI_UINT64_T,
+                MPI_SUM, comm);
+  uint64_t c = mine.count(), cm = 0, m = mine.max_ns(), mm = 0;
+  MPI_Allreduce(&c, &cm, 1, MPI_UINT64_T, MPI_SUM, comm);
+  MPI_Allreduce(&m, &mm, 1, MPI_UINT64_T, MPI_MAX, comm);
+  out.set_count(cm);
+  out.set_max(mm);
+}
+
+}  // namespace
+
 PhaseResult reduce_phase(const PhaseRecorder& r, MPI_Comm comm) {
   PhaseResult out;
   int n = 1;
   MPI_Comm_size(comm, &n);
-  uint64_t local[5 + kCounters] = {r.bytes(), r.ops(), r.files(), r.meta_ops(), r.sync_ops()};
+  uint64_t local[6 + kCounters] = {r.bytes(), r.ops(), r.files(), r.meta_ops(), r.sync_ops()};
   for (int c = 0; c < kCounters; c++) local[5 + c] = r.counter(static_cast<Counter>(c));
-  uint64_t sum[5 + kCounters], cmin[kCounters], cmax[kCounters];
-  MPI_Allreduce(local, sum, 5 + kCounters, MPI_UINT64_T, MPI_SUM, comm);
+  for (int k = 0; k < kObjectRequests; k++)
+    local[5 + kCounters] += r.requests(static_cast<ObjectRequest>(k)).count();
+  uint64_t sum[6 + kCounters], cmin[kCounters], cmax[kCounters];
+  MPI_Allreduce(local, sum, 6 + kCounters, MPI_UINT64_T, MPI_SUM, comm);
   MPI_Allreduce(local + 5, cmin, kCounters, MPI_UINT64_T, MPI_MIN, comm);
   MPI_Allreduce(local + 5, cmax, kCounters, MPI_UINT64_T, MPI_MAX, comm);
   out.bytes = sum[0];
@@ -180,13 +205,11 @@ PhaseResult reduce_phase(const PhaseRecorder& r, MPI_Comm comm) {
   }
   out.straggler_ratio = (active > 0 && total > 0) ? mx / (total / active) : 1.0;
   // Merge histograms by adding bucket counts (never by averaging percentiles).
-  MPI_Allreduce(r.hist().counts().data(), out.hist.counts().data(), LatencyHistogram::kBuckets,
-                MPI_UINT64_T, MPI_SUM, comm);
-  uint64_t c = r.hist().count(), cm = 0, m = r.hist().max_ns(), mm = 0;
-  MPI_Allreduce(&c, &cm, 1, MPI_UINT64_T, MPI_SUM, comm);
-  MPI_Allreduce(&m, &mm, 1, MPI_UINT64_T, MPI_MAX, comm);
-  out.hist.set_count(cm);
-  out.hist.set_max(mm);
+  merge_histogram(r.hist(), out.hist, comm);
+  // Object requests only when some rank made any (the sum is the same on every rank).
+  if (sum[5 + kCounters] > 0)
+    for (int k = 0; k < kObjectRequests; k++)
+      merge_histogram(r.requests(static_cast<ObjectRequest>(k)), out.requests[k], comm);
   return out;
 }
 
@@ -222,6 +245,18 @@ nlohmann::json PhaseResult::to_json() const {
         {"sum", counters[c].sum}, {"min", counters[c].min}, {"max", counters[c].max}};
   j["counters"] = cj;
   j["rank_times_s"] = rank_times_s;
+  nlohmann::json rq = nlohmann::json::object();
+  for (int k = 0; k < kObjectRequests; k++) {
+    const LatencyHistogram& h = requests[k];
+    if (h.count() == 0) continue;
+    auto ms = [](uint64_t ns) { return static_cast<double>(ns) / 1e6; };
+    rq[object_request_name(static_cast<ObjectRequest>(k))] = {{"count", h.count()},
+                                                              {"p50_ms", ms(h.percentile_ns(0.50))},
+                                                              {"p90_ms", ms(h.percentile_ns(0.90))},
+                                                              {"p99_ms", ms(h.percentile_ns(0.99))},
+                                                              {"max_ms", ms(h.max_ns())}};
+  }
+  if (!rq.empty()) j["requests"] = rq;
   return j;
 }
 

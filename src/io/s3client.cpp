@@ -157,12 +157,6 @@ uint64_t part_count(uint64_t len, uint64_t part) {
   return rem >= kMinPart ? n + 1 : n;
 }
 
-const char* kind_name(Kind k) {
-  static const char* const kNames[kKinds] = {"put", "create_upload", "part", "complete", "abort",
-                                             "get", "head",          "list", "delete"};
-  return kNames[static_cast<int>(k)];
-}
-
 Url parse_url(const std::string& s, const std::string& key) {
   const std::string allowed = "allowed: s3://BUCKET or s3://BUCKET/PREFIX";
   if (s.rfind("s3://", 0) != 0)
@@ -437,6 +431,7 @@ void Client::finish(Request& r, int code) {
   if (ok) {
     stats.count[k]++;
     stats.latency[k].add(dt);
+    if (rec_ != nullptr) rec_->request(r.kind, dt);
     stats.bytes_up += r.body_len;
     stats.bytes_down += r.got;
     ready_.push_back(&r);
@@ -458,6 +453,10 @@ void Client::finish(Request& r, int code) {
   if (transient && r.attempts < s_.max_attempts) {
     stats.retries++;
     if (r.status == 503 || r.status == 429) stats.throttled++;
+    if (rec_ != nullptr) {
+      rec_->count(Counter::retries);
+      if (r.status == 503 || r.status == 429) rec_->count(Counter::throttled);
+    }
     const double cap = std::min(
         s_.backoff_max_s, s_.backoff_base_s * static_cast<double>(1u << std::min(r.attempts, 20u)));
     const double u = static_cast<double>(splitmix(rng_) >> 11) / static_cast<double>(1ULL << 53);
@@ -465,7 +464,10 @@ void Client::finish(Request& r, int code) {
     delayed_.push_back(&r);
     return;
   }
-  if (transient && (r.status == 503 || r.status == 429)) stats.throttled++;
+  if (transient && (r.status == 503 || r.status == 429)) {
+    stats.throttled++;
+    if (rec_ != nullptr) rec_->count(Counter::throttled);
+  }
   r.error = std::string(method_of(r.kind)) + " " + where(r.key) +
             (r.query.empty() ? "" : "?" + r.query.substr(0, r.query.find('=')) + "...") + ": " +
             why + (transient ? " (after " + std::to_string(r.attempts) + " attempts)" : "");

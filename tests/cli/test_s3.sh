@@ -87,10 +87,12 @@ for layout in file-per-tensor file-per-shard aggregated-rank aggregated-node sha
   done
 done
 # The shared object of 4 writers was one multipart upload with parts from every writer.
-parts="$(jq_py "$work/l-shared-file-4.json" "d['points'][0]['settings']['backend']['requests_rank0']['save']")"
-if [[ "$parts" == *create_upload* && "$parts" == *complete* && "$parts" == *part* ]]; then
-  ok "4-rank shared object: rank 0 created and completed the upload ($parts)"
-else bad "4-rank shared object: rank 0's requests $parts"; fi
+# The shared object of 4 writers was one multipart upload with parts from every writer: one
+# create and one complete over all ranks, and every rank uploaded parts.
+parts="$(jq_py "$work/l-shared-file-4.json" "(lambda s: (s['requests']['create_upload']['count'], s['requests']['complete']['count'], s['requests']['part']['count'], s['counters']['max_in_flight']['min']))(d['points'][0]['repetitions'][0]['save'])")"
+if [[ "$parts" =~ ^\(1,\ 1,\ ([0-9]+),\ ([0-9]+)\)$ ]] && [ "${BASH_REMATCH[1]}" -ge 4 ] && [ "${BASH_REMATCH[2]}" -ge 1 ]; then
+  ok "4-rank shared object: one upload created and completed, parts from every rank (create, complete, parts, min in flight: $parts)"
+else bad "4-rank shared object: (create, complete, parts, min in flight) $parts"; fi
 
 echo "# 3. refused before any I/O"
 bad_creds="$work/bad-credentials"
@@ -127,10 +129,12 @@ start_proxy() {  # start_proxy MODE
 }
 start_proxy every3 || bad "the proxy did not start: $(cat "$work/proxy.out")"
 run throttle 4 "http://127.0.0.1:$proxy_port" --set layout=shared-file --set s3.max_attempts=8
-got="$(jq_py "$work/throttle.json" "d['status'], d['points'][0]['summary']['save']['counters']['retries']['sum'] if 'counters' in d['points'][0]['summary']['save'] else d['points'][0]['repetitions'][0]['save']['counters']['retries']['sum']")"
-if [ $code -eq 0 ] && [[ "$got" == "ok "* ]] && [ "${got#ok }" -gt 0 ] && [ -s "$work/injected" ]; then
-  ok "every third request throttled: the run retried ($got retries in the save) and verified ($(wc -l < "$work/injected") SlowDown answers)"
-else bad "throttled run: exit $code, '$got': $(tail -n 3 <<< "$out")"; fi
+got="$(jq_py "$work/throttle.json" "(lambda r: ' '.join(str(x) for x in [d['status'], r['save']['counters']['throttled']['sum'] + r['restore']['counters']['throttled']['sum'], r['save']['counters']['retries']['sum'] + r['restore']['counters']['retries']['sum']]))(d['points'][0]['repetitions'][0])")"
+read -r st thr rtr <<< "$got"
+injected="$(wc -l < "$work/injected")"
+if [ $code -eq 0 ] && [ "$st" = ok ] && [ "${thr:-0}" -gt 0 ] && [ "$thr" = "$rtr" ] && [ "$thr" -le "$injected" ]; then
+  ok "every third request throttled: the run retried and verified ($thr throttled answers counted in the phases, $rtr retries, $injected injected in all)"
+else bad "throttled run: exit $code, status/throttled/retries '$got', injected $injected: $(tail -n 3 <<< "$out")"; fi
 start_proxy parts || bad "the proxy did not restart"
 run slowdown 4 "http://127.0.0.1:$proxy_port" --set layout=aggregated-rank
 nerr="$(grep -c 'ckptbench: error' <<< "$out")"

@@ -61,3 +61,23 @@ TEST(Histogram, EmptyIsZero) {
   EXPECT_EQ(h.percentile_ns(0.5), 0u);
   EXPECT_EQ(h.count(), 0u);
 }
+
+// Object-store requests: counted and timed by kind, merged like the transfers' latencies, in the
+// phase's JSON only when there were any.
+TEST(PhaseRequests, ByKindInThePhaseReport) {
+  PhaseRecorder with, without;
+  for (uint64_t ms : {10, 20, 30}) with.request(ObjectRequest::part, ms * 1000000);
+  with.request(ObjectRequest::complete, 5000000);
+  with.count(Counter::throttled, 2);
+  const nlohmann::json j = reduce_phase(with, MPI_COMM_SELF).to_json();
+  ASSERT_TRUE(j.contains("requests"));
+  EXPECT_EQ(j["requests"]["part"]["count"], 3u);
+  EXPECT_EQ(j["requests"]["complete"]["count"], 1u);
+  EXPECT_NEAR(j["requests"]["part"]["max_ms"].get<double>(), 30.0, 0.01);
+  EXPECT_GE(j["requests"]["part"]["p50_ms"].get<double>(), 20.0);
+  EXPECT_LE(j["requests"]["part"]["p50_ms"].get<double>(), 20.0 * 1.125 + 0.01);
+  EXPECT_FALSE(j["requests"].contains("get"));
+  EXPECT_EQ(j["counters"]["throttled"]["sum"], 2u);
+  EXPECT_FALSE(reduce_phase(without, MPI_COMM_SELF).to_json().contains("requests"));
+  EXPECT_STREQ(object_request_name(ObjectRequest::del), "delete");
+}

@@ -64,9 +64,16 @@ enum class Counter {
   preallocate_unsupported = 5,  // created files whose fallocate(2) the file system refused
   collective_empty_calls = 6,   // zero-length collective calls joining the other ranks
   syncfs_calls = 7,             // syncfs(2) calls instead of one sync per file (descriptor budget)
+  throttled = 8,                // answers asking the client to slow down (S3 503 SlowDown, 429)
 };
-inline constexpr int kCounters = 8;
+inline constexpr int kCounters = 9;
 const char* counter_name(Counter c);
+
+// Requests to an object store, by kind (the s3 backend; none for the file backends): each kind's
+// count and latency histogram, reduced across ranks like the transfers' (PhaseResult::requests).
+enum class ObjectRequest { put, create_upload, part, complete, abort, get, head, list, del };
+inline constexpr int kObjectRequests = 9;
+const char* object_request_name(ObjectRequest k);
 
 // What one rank records during a phase. Backends call these; run.cpp owns the phase clock.
 class PhaseRecorder {
@@ -94,6 +101,9 @@ class PhaseRecorder {
     bytes_.fetch_add(bytes, std::memory_order_relaxed);  // read live by the progress line
     hist_.add(latency_ns);
   }
+  // One object-store request of kind k that succeeded after latency_ns (its last attempt).
+  void request(ObjectRequest k, uint64_t latency_ns) { req_[static_cast<int>(k)].add(latency_ns); }
+  const LatencyHistogram& requests(ObjectRequest k) const { return req_[static_cast<int>(k)]; }
   // Metadata operations: creates, opens, closes (and mkdir, unlink when timed).
   void metadata(uint64_t n = 1) { meta_ops_ += n; }
   void file_done(uint64_t n = 1) { files_ += n; }
@@ -135,6 +145,7 @@ class PhaseRecorder {
   std::array<uint64_t, kCounters> counters_{};
   RelaxedCounter bytes_;
   LatencyHistogram hist_;
+  std::array<LatencyHistogram, kObjectRequests> req_;
 };
 
 struct MinMeanMax {
@@ -153,7 +164,9 @@ struct PhaseResult {
   double elapsed_s = 0;    // max over ranks of (end - start), starts aligned by a barrier
   MinMeanMax rank_time_s;  // per-rank (end - start)
   std::array<MinMeanMax, kSteps> steps;
-  LatencyHistogram hist;             // merged across ranks
+  LatencyHistogram hist;  // merged across ranks
+  // Object-store requests by kind, merged across ranks (all empty for the file backends).
+  std::array<LatencyHistogram, kObjectRequests> requests;
   double straggler_ratio = 0;        // max / mean rank time (ranks that moved bytes)
   std::vector<double> rank_times_s;  // per real rank, for straggler plots
   std::vector<double> rank_bytes;    // per real rank, bytes moved

@@ -57,10 +57,10 @@ struct Settings {
   double timeout_s = 120, connect_timeout_s = 10;
 };
 
-// Request kinds, each counted and timed on its own.
-enum class Kind { put, create_upload, part, complete, abort, get, head, list, del };
-inline constexpr int kKinds = 9;
-const char* kind_name(Kind k);
+// Request kinds, each counted and timed on its own: the report's ObjectRequest kinds.
+using Kind = ObjectRequest;
+inline constexpr int kKinds = kObjectRequests;
+inline const char* kind_name(Kind k) { return object_request_name(k); }
 
 struct Request {
   Kind kind = Kind::get;
@@ -122,6 +122,9 @@ class Client {
   std::string where(const std::string& key) const;
   const Settings& settings() const { return s_; }
   const Credentials& credentials() const { return c_; }
+  // Where each request that succeeded (PhaseRecorder::request), each retry (Counter::retries)
+  // and each throttling answer (Counter::throttled) is also recorded; null: nowhere.
+  void set_recorder(PhaseRecorder* rec) { rec_ = rec; }
   Stats stats;
 
  private:
@@ -139,6 +142,7 @@ class Client {
   std::unordered_set<Request*> inflight_;  // in the multi handle
   size_t active_ = 0;
   uint64_t rng_;
+  PhaseRecorder* rec_ = nullptr;
 };
 
 // libcurl's version ("7.88.1").

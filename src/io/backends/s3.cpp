@@ -148,8 +148,7 @@ class S3Backend final : public Backend {
       client_ = std::make_unique<s3::Client>(settings_of(opt_), s3::load_credentials(opt_.profile),
                                              url_.bucket);
     client_->stats = s3::Stats{};
-    retries_seen_ = 0;
-    zero_bytes_ = 0;
+    client_->set_recorder(ctx.rec);
     base_ = key_base(url_.prefix, ctx.run_dir, ctx.dir);
     files_.assign(ctx.io->files.size(), Obj{});
     comms_ = std::make_unique<mpiio::FileComms>(ctx.comm, 0);
@@ -166,8 +165,7 @@ class S3Backend final : public Backend {
   void end(PhaseContext&) noexcept override {
     if (!client_) return;
     client_->cancel_all();
-    count_retries();
-    phase_stats_[save_ ? 0 : 1] = stats_json();
+    client_->set_recorder(nullptr);
     comms_.reset();
     ctx_ = nullptr;
   }
@@ -282,7 +280,6 @@ class S3Backend final : public Backend {
       client_->wait(got);
       if (got.empty()) throw IoError("s3: no request in flight to wait for (internal)");
     }
-    count_retries();
     for (s3::Request* r : got) {
       if (!r->error.empty()) throw IoError("s3: " + r->error);
       ctx_->rec->op(r->into_len, now_ns() - r->t0_ns);
@@ -357,10 +354,6 @@ class S3Backend final : public Backend {
                      {"cache",
                       "not applicable: this side keeps no cache of objects; a restore "
                       "reads from the gateway (whose own caches are the store's)"}};
-    nlohmann::json req = nlohmann::json::object();
-    if (!phase_stats_[0].is_null()) req["save"] = phase_stats_[0];
-    if (!phase_stats_[1].is_null()) req["restore"] = phase_stats_[1];
-    j["requests_rank0"] = req;
     return j;
   }
 
@@ -567,7 +560,6 @@ class S3Backend final : public Backend {
     b.req.body_len = o.fill;
     b.req.tag = static_cast<uint64_t>(o.buf);
     b.data = o.data;
-    zero_bytes_ += o.fill - o.data;
     o.data = 0;
     ctx_->rec->count(Counter::submit_calls);
     client_->start(b.req);
@@ -595,7 +587,6 @@ class S3Backend final : public Backend {
       o.etags[b.part] = r->etag;                   // by part number
       ctx_->rec->op(b.data, now_ns() - r->t0_ns);  // the layout's bytes, as for a file
     }
-    count_retries();
   }
 
   // etags: every part's, by part number (1..total_parts).
@@ -704,31 +695,6 @@ class S3Backend final : public Backend {
                           " was aborted: " + verdict);
   }
 
-  // Requests repeated since the last count (parts, GETs, and the single requests between them).
-  void count_retries() {
-    ctx_->rec->count(Counter::retries, client_->stats.retries - retries_seen_);
-    retries_seen_ = client_->stats.retries;
-  }
-
-  nlohmann::json stats_json() const {
-    nlohmann::json j = nlohmann::json::object();
-    const s3::Stats& s = client_->stats;
-    for (int k = 0; k < s3::kKinds; k++) {
-      if (s.count[static_cast<size_t>(k)] == 0) continue;
-      const LatencyHistogram& h = s.latency[static_cast<size_t>(k)];
-      j[s3::kind_name(static_cast<s3::Kind>(k))] = {{"count", s.count[static_cast<size_t>(k)]},
-                                                    {"latency_p50_ms", h.percentile_ns(0.50) / 1e6},
-                                                    {"latency_p99_ms", h.percentile_ns(0.99) / 1e6},
-                                                    {"latency_max_ms", h.max_ns() / 1e6}};
-    }
-    j["retries"] = s.retries;
-    j["throttled"] = s.throttled;
-    j["bytes_sent"] = s.bytes_up;
-    j["bytes_received"] = s.bytes_down;
-    if (save_) j["hole_bytes_sent"] = zero_bytes_;  // zeros of holes no writer fills
-    return j;
-  }
-
   const PointConfig& cfg_;
   S3Options opt_;
   s3::Url url_;
@@ -741,9 +707,6 @@ class S3Backend final : public Backend {
   std::vector<unsigned> done_;
   std::vector<s3::Request> gets_;
   std::vector<PartBuf> parts_;
-  uint64_t retries_seen_ = 0;
-  uint64_t zero_bytes_ = 0;
-  nlohmann::json phase_stats_[2];
 };
 
 // Before any I/O: the credentials load, the endpoint answers, they are accepted and the bucket
