@@ -14,6 +14,14 @@ of repetitions n, the ratio X/A of the medians, and whether X differs from A by 
 test: Welch's t-test (two-sided, unequal variances) on the per-repetition bandwidths, threshold
 p < 0.05 (ALPHA). '+' after a ratio: faster, '-': slower, at that threshold.
 
+A point is labelled by its swept params (else its backend, layout, bs= and qd=), a setting its
+backend names its own way in the backend's words (scripts/plotstyle.py's backend_words: an s3
+point "s3 (ckpt@127.0.0.1:7480) part=8M inflight=8"). When a matched point and A's both have
+requests by kind (an object store's `requests`), each phase also lists every kind's request
+count and p50 latency in ms (medians over the repetitions) per report and the ratio X/A of the
+p50 where both have the kind (above 1: X's requests of that kind take longer), and the retries
+and throttled answers (summed over ranks and repetitions) where not 0.
+
 The test needs at least MIN_REPS = 3 repetitions on each side: it estimates each side's spread
 from its own repetitions, and 2 values give an estimate too unstable to judge (1 gives none).
 With fewer the verdict is "not enough repetitions to judge" and nothing is flagged. At p < 0.05
@@ -46,8 +54,8 @@ checks (larger than 256 MiB, not UTF-8, nested more than 64 levels, a field used
 wrong type or a number out of range): one line on stderr naming the file and what is wrong,
 e.g. "compare.py: error: B.json: points[3].config is a list, want an object" (list items counted
 from 0).
-The comparison goes to stdout (no output file). Standard library only (and scripts/ckptreport.py
-and scripts/ckptinput.py next to this script).
+The comparison goes to stdout (no output file). Standard library only (and scripts/ckptreport.py,
+scripts/ckptinput.py and scripts/plotstyle.py next to this script).
 """
 
 import argparse
@@ -61,9 +69,11 @@ try:
     from ckptreport import PHASES, RUN_SPECIFIC_KEYS, get, num, phase_reps, rep_values
     from ckptreport import ReportError as Fail
     from ckptreport import load_report, phase_bandwidth as bandwidth
+    from plotstyle import backend_words, clean, request_kinds
 except ImportError:
-    print("compare.py: error: needs ckptreport.py and ckptinput.py from the same directory "
-          "(scripts/); run scripts/compare.py from the ckptbench source tree", file=sys.stderr)
+    print("compare.py: error: needs ckptreport.py, ckptinput.py and plotstyle.py from the same "
+          "directory (scripts/); run scripts/compare.py from the ckptbench source tree",
+          file=sys.stderr)
     sys.exit(2)
 
 TEST_NAME = "Welch's t-test"
@@ -108,20 +118,24 @@ def params_key(point):
 
 
 def point_label(point):
+    """The swept params ("block_size=8M"), else the backend, layout, bs=, qd= (and a probe's
+    stage); a key the point's backend names its own way in its words ("part=8M")."""
+    words = backend_words(point)
     p = point.get("params")
     if isinstance(p, dict) and p:
-        return " ".join(f"{k}={json.dumps(v) if not isinstance(v, str) else v}"
+        return " ".join(words.get(k) or f"{k}={json.dumps(v) if not isinstance(v, str) else v}"
                         for k, v in p.items())
     cfg = point.get("config") or {}
-    bits = [str(cfg.get(k)) for k in ("backend", "layout") if cfg.get(k) is not None]
+    bits = [words.get(k) or str(cfg.get(k)) for k in ("backend", "layout")
+            if cfg.get(k) is not None]
     # A probe of `ckptbench characterize`: its stage and ranks, and O_DIRECT (probes differ in it).
     probe = point.get("probe") if isinstance(point.get("probe"), dict) else None
     if probe and isinstance(cfg.get("direct"), bool):
         bits.append("O_DIRECT" if cfg["direct"] else "buffered")
     if num(cfg.get("block_size")):
-        bits.append(f"bs={int(cfg['block_size'])}")
+        bits.append(words.get("block_size") or f"bs={int(cfg['block_size'])}")
     if cfg.get("queue_depth") is not None:
-        bits.append(f"qd={cfg['queue_depth']}")
+        bits.append(words.get("queue_depth") or f"qd={cfg['queue_depth']}")
     if probe:
         for k, short in (("region_align", "region_align"), ("stripe_count", "stripes"),
                          ("stripe_size", "stripe")):
@@ -493,6 +507,98 @@ def real_vs_replay(paths, docs, want_json):
     return 0
 
 
+# ---------------------------------------------------------------- requests by kind
+
+COUNTERS = ("retries", "throttled")
+
+
+def whole(v):
+    """A count as an integer where it is one (medians and sums of counts come as floats; up to
+    2^53, where floats hold every integer); None for none, or for a sum beyond a float's
+    range."""
+    if v is None or not math.isfinite(v):
+        return None
+    return int(v) if v == int(v) and abs(v) <= 2 ** 53 else v
+
+
+def phase_requests(point, phase):
+    """{kind: {"count", "p50_ms"}} of the phase's requests by kind (an object store's
+    `requests`), each the median over the repetitions that have it (a negative value is left
+    out; a kind without either, too); {} when it has none."""
+    kinds = set()
+    for r in phase_reps(point, phase):
+        if isinstance(r.get("requests"), dict):
+            kinds.update(k for k, v in r["requests"].items() if isinstance(v, dict))
+
+    def median(kind, field):
+        return median_or_none([v for v in rep_values(point, phase, "requests", kind, field)
+                               if v >= 0])
+    out = {k: {"count": whole(median(k, "count")), "p50_ms": median(k, "p50_ms")}
+           for k in request_kinds(kinds)}
+    return {k: v for k, v in out.items() if v["count"] is not None or v["p50_ms"] is not None}
+
+
+def add_requests(cols, points, phase):
+    """When A's point (points[0]) and a match (points[1:], None where none) have requests by
+    kind in the phase: each such report's column (cols, A's first) gets them, its retries and
+    throttled answers (counters summed over ranks and repetitions) and, for a match,
+    requests_p50_ratio: X/A of each kind's p50 where both have the kind."""
+    reqs = [phase_requests(q, phase) if q is not None else {} for q in points]
+    if not reqs[0] or not any(reqs[1:]):
+        return
+    a = reqs[0]
+    for k, (c, q, req) in enumerate(zip(cols, points, reqs)):
+        if not req:
+            continue
+        c["requests"] = req
+        c.update({n: whole(sum(rep_values(q, phase, "counters", n, "sum"))) for n in COUNTERS})
+        if k:
+            c["requests_p50_ratio"] = {
+                kind: v["p50_ms"] / a[kind]["p50_ms"] for kind, v in req.items()
+                if kind in a and v["p50_ms"] is not None and a[kind]["p50_ms"]
+                and math.isfinite(v["p50_ms"] / a[kind]["p50_ms"])}
+
+
+def fmt_num(v, spec):
+    """v formatted by spec (from 1e9 on: 4 significant digits), an integer (a whole count) as it
+    is; "-" for None."""
+    if v is None:
+        return "-"
+    if isinstance(v, int):
+        return str(v)
+    return f"{v:{spec}}" if abs(v) < 1e9 else f"{v:.4g}"
+
+
+def print_requests(row, letters):
+    """A point's requests by kind, when add_requests gave it any: per phase and kind each
+    report's count and p50 (ms), the p50 ratios to A; then the retries and throttled answers
+    that are not 0."""
+    phases = {ph: cols for ph, cols in row["phases"].items() if "requests" in cols[0]}
+    if not phases:
+        return
+    have = [L for L in letters if any("requests" in c for cols in phases.values() for c in cols
+                                      if c["report"] == L)]
+    print("  requests by kind: count and p50 latency in ms (medians over the repetitions); "
+          "X/A = ratio of the p50s (above 1: slower requests)")
+    print(f"  {'phase':<8}{'kind':<16}" + "".join(f"{L + ' n':>9}{L + ' p50 ms':>12}" for L in have)
+          + "".join(f"{L + '/A p50':>10}" for L in have[1:]))
+    for phase, cols in phases.items():
+        by = {c["report"]: c for c in cols}
+        for kind in request_kinds({kd for c in cols for kd in c.get("requests", {})}):
+            line = f"  {phase:<8}{clean(kind, 15):<16}"
+            for L in have:
+                v = by[L].get("requests", {}).get(kind, {})
+                line += f"{fmt_num(v.get('count'), '.1f'):>9}{fmt_num(v.get('p50_ms'), '.3f'):>12}"
+            for L in have[1:]:
+                line += f"{fmt_num(by[L].get('requests_p50_ratio', {}).get(kind), '.3f'):>10}"
+            print(line)
+        said = [f"{n}: " + ", ".join(f"{c['report']} {fmt_num(c[n], '.1f')}"
+                                     for c in cols if c.get(n))
+                for n in COUNTERS if any(c.get(n) for c in cols)]
+        if said:
+            print(f"  {phase:<8}{'; '.join(said)} (summed over ranks and repetitions)")
+
+
 def comparison_rows(base, matches, hows, letters):
     """Per matched point of A: each phase's median bandwidth in every report, the ratio to A and
     the test on the repetitions. Returns (rows, the tests that gave a p-value)."""
@@ -513,6 +619,7 @@ def comparison_rows(base, matches, hows, letters):
                 cols.append({"report": letters[k + 1], "bandwidth_GiBps": b_bw, "n": len(b_vals),
                              "ratio": ratio(a_bw, b_bw), "flag": test["flag"] if test else "",
                              "test": test, "matched_on": hows[k][i]})
+            add_requests(cols, [p] + [m[i] for m in matches], phase)
             row["phases"][phase] = cols
         rows.append(row)
     tests = [c["test"] for r in rows for cols in r["phases"].values() for c in cols[1:]
@@ -529,6 +636,11 @@ def comparison_json(reports, letters, v0, rows, base, matches, leftovers):
            "test": {"name": TEST_NAME, "sided": "two", "alpha": ALPHA,
                     "min_repetitions": MIN_REPS, "on": "per-repetition bandwidth_GiBps"},
            "points": []}
+    if any("requests" in c for r in rows for cols in r["phases"].values() for c in cols):
+        out["requests"] = ("where A's point and a match have requests by kind: requests.<kind>."
+                           "count and .p50_ms, medians over the repetitions; requests_p50_ratio."
+                           "<kind> = X/A of the p50 (kinds both have); retries, throttled: "
+                           "counters summed over ranks and repetitions")
     for r in rows:
         pr = {"point": r["point"], "index": r["index"]}
         for phase, cols in r["phases"].items():
@@ -575,6 +687,7 @@ def print_comparison(letters, names, how_match, rows, tests, base, matches, left
             elif verdicts:
                 line += "  " + "; ".join(f"{L}: {t}" for L, t in verdicts)
             print(line)
+        print_requests(r, letters)
     if len(tests) > 1:
         hits = sum(1 for t in tests if t["flag"])
         print(f"\n{hits} of {len(tests)} tested differences have p < {ALPHA:g}; if no setup "

@@ -23,6 +23,10 @@ Figures (each skipped, with a one-line note, when the reports hold no data for i
                             repetition number (a colour bar)
   latency                   transfer latency percentiles (p50 .. max) per point: lines up to 15
                             points, a heatmap (point x percentile) from 16 points on
+  requests                  an object store's requests (points whose phases have `requests`,
+                            backend s3): per point and phase, each request kind's p50 latency
+                            (bar), p99 (whisker) and count; retries and throttled answers
+                            where not 0
   lifecycle                 per point, what a checkpoint blocks training and when it is durable
 
 A report of `ckptbench characterize` (one with a `characterization` object, docs/metrics.md)
@@ -57,6 +61,11 @@ exits 2 with one line naming --out and why. Each figure is written to a temporar
 into place: a failure (a full disk) exits 2 naming the file and leaves no half-written figure,
 nor the --out directory when it made it and wrote nothing.
 Text drawn from the reports (labels, legends, titles) is cut to LABEL_WIDTH characters.
+A point whose backend means something else by block_size or queue_depth (its settings.backend
+names part_size_bytes, requests_in_flight: the s3 backend) is labelled in its words, e.g.
+"s3 (ckpt@127.0.0.1:7480), part=8M, inflight=8" against a file backend's "posix, bs=8M, QD=8",
+a restore without a cache "no cache (object store)"; the block-size and queue-depth axes add
+"/ part size (s3)", "/ requests in flight per rank (s3)" when such points are drawn on them.
 Several reports are pooled: a point's series label then includes the report's name
 (config.name, else the file name). Python 3 and matplotlib (Debian: python3-matplotlib, or
 scripts/setup.sh --with-plots); when the python3 running it lacks matplotlib and

@@ -10,7 +10,7 @@ import statistics
 
 from ckptreport import PHASES, get, num
 from plotdata import group_by, point_labels, varying_keys
-from plotstyle import fmt_bytes, label_of, shown
+from plotstyle import axis_title, fmt_bytes, label_of, request_kinds, shown
 
 # Lines per panel before bandwidth_vs_block_size splits into rows of panels, rows at most.
 MAX_SERIES = 6
@@ -20,6 +20,8 @@ MAX_BAR_SERIES = 8
 # Points drawn as latency lines (more: a heatmap), as vertical rank-time boxes (more: horizontal).
 MAX_LATENCY_LINES = 15
 MAX_VERTICAL_BOXES = 16
+# requests: request kinds drawn per phase (bars per point), at most.
+MAX_REQUEST_KINDS = 12
 # rank_times: up to MAX_LEGEND_REPS repetitions, each repetition's dots have a marker and colour
 # of their own and a legend entry; more are coloured by repetition number in REP_BANDS bands (a
 # colour bar). Above RASTER_DOTS dots they are drawn as an image in SVG and PDF (a vector element
@@ -40,6 +42,7 @@ def draw(plot, points):
     phase_steps(plot, points)
     rank_times(plot, points)
     latency(plot, points)
+    requests(plot, points)
     lifecycle(plot, points)
 
 
@@ -95,7 +98,8 @@ def bandwidth_vs_block_size(plot, points):
             ax.set_xticks(sizes)
             ax.set_xticklabels([fmt_bytes(s) for s in sizes])
             if row == len(facets) - 1:
-                ax.set_xlabel("block size (bytes per transfer; K = KiB, M = MiB)")
+                ax.set_xlabel(axis_title("block size", "bytes per transfer; K = KiB, M = MiB",
+                                         "block_size", points))
             ax.set_ylabel(f"{phase} bandwidth (GiB/s)")
             ax.set_ylim(bottom=0)
             ax.set_title(f"{facet}{phase}, median; bars = min..max", fontsize=9)
@@ -137,8 +141,10 @@ def heatmap(plot, points):
                            f"{phase} median bandwidth (GiB/s)", lambda v: f"{v:.2f}",
                            origin="lower")
             plot.heat_refs(cb, phase, vmax[phase])
-            ax.set_xlabel("block size (bytes per transfer; K = KiB, M = MiB)")
-            ax.set_ylabel("queue depth (transfers in flight per rank)")
+            ax.set_xlabel(axis_title("block size", "bytes per transfer; K = KiB, M = MiB",
+                                     "block_size", grp))
+            ax.set_ylabel(axis_title("queue depth", "transfers in flight per rank",
+                                     "queue_depth", grp))
             sub = label_of(grp[0], keys) if keys else ""
             ax.set_title(f"{phase}" + (f": {sub}" if sub else ""), fontsize=9)
     plot.finish(fig, name, "queue depth x block size")
@@ -404,23 +410,29 @@ def rank_dots(plot, fig, ax, dots, named, horizontal):
     return bool(named)
 
 
+def median_rep(point, phase, field):
+    """The point's phase (a repetition's dict) of the repetition with the median bandwidth among
+    those whose phase holds the object field, or None. It stands for the point where values of
+    different repetitions cannot be averaged (percentiles of merged histograms)."""
+    reps = get(point.raw, "repetitions", default=[]) or []
+    cand = [(num(get(r, phase, "bandwidth_GiBps")), get(r, phase)) for r in reps
+            if isinstance(get(r, phase, field), dict)]
+    cand = sorted(((b, r) for b, r in cand if b is not None), key=lambda t: t[0])
+    return cand[(len(cand) - 1) // 2][1] if cand else None
+
+
 def latency(plot, points):
     name = "latency"
     pcts = [("p50_us", "p50"), ("p90_us", "p90"), ("p99_us", "p99"), ("p999_us", "p99.9"),
             ("max_us", "max")]
     labels = point_labels(points)
-    # Per phase and point: the percentiles of the repetition with the median bandwidth,
-    # which stands for the point (percentiles of different repetitions cannot be averaged).
+    # Per phase and point: the percentiles of the repetition with the median bandwidth.
     lat = {ph: {} for ph in PHASES}
     for phase in PHASES:
         for p in points:
-            reps = get(p.raw, "repetitions", default=[]) or []
-            cand = [(num(get(r, phase, "bandwidth_GiBps")), r) for r in reps
-                    if isinstance(get(r, phase, "latency"), dict)]
-            cand = sorted(((b, r) for b, r in cand if b is not None), key=lambda t: t[0])
-            if not cand:
+            got = get(median_rep(p, phase, "latency"), "latency")
+            if got is None:
                 continue
-            got = get(cand[(len(cand) - 1) // 2][1], phase, "latency")
             ys = [num(got.get(k)) for k, _ in pcts]
             ys = [v if v is not None and v > 0 else None for v in ys]
             if any(v is not None for v in ys) and num(got.get("count")):
@@ -469,6 +481,90 @@ def latency_heatmap(plot, name, pts, lat, pcts, labels):
         ax.set_title(f"{phase}: median-bandwidth repetition of each point", fontsize=9)
     axes[0][0].set_ylabel("point")
     plot.finish(fig, name, "latency percentiles (µs)")
+    return True
+
+
+def request_rows(points):
+    """[(point, {phase: {kind: (count, p50_ms, p99_ms)}}, {phase: (retries, throttled)})] of
+    the points whose phases have `requests` (an object store's requests by kind), each phase's
+    from its median-bandwidth repetition; the counters summed over ranks."""
+    rows = []
+    for p in points:
+        kinds, counters = {}, {}
+        for phase in PHASES:
+            got = median_rep(p, phase, "requests")
+            if got is None:
+                continue
+            by_kind = {}
+            for kind, v in got["requests"].items():
+                c, p50, p99 = (num(get(v, k)) for k in ("count", "p50_ms", "p99_ms"))
+                if p50 is not None and p50 > 0:
+                    by_kind[kind] = (c, p50, p99 if p99 is not None and p99 >= p50 else p50)
+            if by_kind:
+                kinds[phase] = by_kind
+                counters[phase] = tuple(num(get(got, "counters", k, "sum")) or 0
+                                        for k in ("retries", "throttled"))
+        if kinds:
+            rows.append((p, kinds, counters))
+    return rows
+
+
+def requests(plot, points):
+    """An object store's requests (points whose phases have `requests`): per point and phase,
+    each request kind's p50 latency as a bar, a whisker up to its p99 and its count beside it
+    (the median-bandwidth repetition); retries and throttled answers named where not 0."""
+    name = "requests"
+    rows = request_rows(points)
+    if not rows:
+        plot.note(f"skipped {name}: no requests by kind (an object store's requests) in the "
+                  "reports")
+        return False
+    rows = plot.cap_rows(name, rows, "points")
+    labels = point_labels(points)
+    phases = [ph for ph in PHASES if any(ph in k for _, k, _ in rows)]
+    kinds = {ph: request_kinds({kd for _, k, _ in rows for kd in k.get(ph, {})}) for ph in phases}
+    for ph in phases:
+        if len(kinds[ph]) > MAX_REQUEST_KINDS:
+            plot.note(f"{name}: {len(kinds[ph])} request kinds in {ph}; drawing the first "
+                      f"{MAX_REQUEST_KINDS}")
+            kinds[ph] = kinds[ph][:MAX_REQUEST_KINDS]
+    colour = {kd: f"C{i % 10}" for i, kd in enumerate(
+        request_kinds({kd for ph in phases for kd in kinds[ph]}))}
+    most = max(len(kinds[ph]) for ph in phases)
+    fig, axes = plot.figure(1, len(phases), (6.5 * len(phases) + 3,
+                                             len(rows) * (0.28 * most + 0.4) + 2.2))
+    for j, ph in enumerate(phases):
+        ax = axes[0][j]
+        height = 0.8 / len(kinds[ph])
+        for ki, kind in enumerate(kinds[ph]):
+            got = [(i, k[ph][kind]) for i, (_, k, _) in enumerate(rows) if kind in k.get(ph, {})]
+            ys = [i - 0.4 + height * (ki + 0.5) for i, _ in got]
+            p50 = [v[1] for _, v in got]
+            ax.barh(ys, p50, xerr=[[0] * len(got), [v[2] - v[1] for _, v in got]],
+                    height=height * 0.9, capsize=2, color=colour[kind], label=shown(kind, 30))
+            for y, (_, (count, _, p99)) in zip(ys, got):
+                if count is not None:
+                    ax.text(p99 * 1.1, y, f"n={count:.6g}", va="center", fontsize=6)
+        for i, (_, _, counters) in enumerate(rows):
+            retries, throttled = counters.get(ph, (0, 0))
+            if retries or throttled:
+                ax.text(0.99, i + 0.45, f"retries {retries:.6g}, throttled {throttled:.6g}",
+                        transform=ax.get_yaxis_transform(), ha="right", va="bottom",
+                        fontsize=7, color="C3")
+        ax.set_xscale("log")
+        lo, hi = ax.get_xlim()
+        ax.set_xlim(lo, hi * 3)  # room for the counts
+        ax.set_yticks(range(len(rows)))
+        ax.set_yticklabels([labels[id(p)] for p, _, _ in rows] if j == 0 else [], fontsize=8)
+        ax.set_ylim(len(rows) - 0.5, -0.5)
+        ax.set_xlabel(f"{ph} latency per request (ms, log scale)")
+        ax.set_title(f"{ph}: bar = p50, whisker = p99, n = requests of the kind (all ranks);\n"
+                     "the median-bandwidth repetition", fontsize=9)
+        ax.grid(True, axis="x", alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="request",
+                  title_fontsize=7)
+    axes[0][0].set_ylabel("point")
+    plot.finish(fig, name, "requests by kind: latency and count")
     return True
 
 

@@ -2,16 +2,18 @@
 
 Report: a loaded report's label, its backends' option sections and its points that can be
 plotted (status ok, a save or restore bandwidth). Point: one sweep point, its config flattened to
-the keys figures group by ("parallelism.tp", a swept backend option, "report") and the phases'
-bandwidth (min, median, max). Then which keys vary between points, grouping on them, and a label
-per point. The reading itself (checks, lookups, per-repetition values) is scripts/ckptreport.py's.
+the keys figures group by ("parallelism.tp", a swept backend option, "report"), the phases'
+bandwidth (min, median, max) and the keys its backend names its own way (plotstyle's
+backend_terms and backend_words: an s3 point's part size and requests in flight). Then which
+keys vary between points, grouping on them, and a label per point. The reading itself (checks,
+lookups, per-repetition values) is scripts/ckptreport.py's.
 """
 
 import json
 import os
 
 from ckptreport import PHASES, RUN_SPECIFIC_KEYS, backend_sections, get, num, phase_bandwidth
-from plotstyle import clean, label_of
+from plotstyle import backend_terms, backend_words, clean, label_of
 
 
 def flatten(obj, prefix=""):
@@ -49,6 +51,9 @@ class Point:
         flat["report"] = report.label
         self.keys = flat
         self.summary = {ph: phase_summary(raw, ph) for ph in PHASES}
+        # Labels and axis titles only; figures group by keys.
+        self.terms = backend_terms(raw)
+        self.words = backend_words(raw)
 
     def value(self, key):
         return self.keys.get(key)

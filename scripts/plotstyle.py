@@ -1,15 +1,17 @@
 """The look the figures of scripts/plot.py share.
 
 Text drawn from a report (cut to LABEL_WIDTH characters, "$" escaped), sizes and config values
-as labels ("64K", "O_DIRECT", "QD=4"), and Canvas: matplotlib set up once, a figure's grid of
-axes, its title and its files (written through a temporary file renamed into place), heatmaps
-with a value in each cell, and the fio/IOR reference bandwidths as labelled lines.
+as labels ("64K", "O_DIRECT", "QD=4"; a setting a backend names its own way in its words:
+"part=8M", "inflight=8", also for scripts/compare.py), and Canvas: matplotlib set up once, a
+figure's grid of axes, its title and its files (written through a temporary file renamed into
+place), heatmaps with a value in each cell, and the fio/IOR reference bandwidths as labelled
+lines. Standard library only until a Canvas is made (compare.py imports this file).
 """
 
 import os
 
 from ckptinput import write_atomic
-from ckptreport import num, short
+from ckptreport import get, num, short
 
 # Rows of the tall figures (rank_times, latency heatmap, bandwidth_points).
 MAX_ROWS = 80
@@ -21,6 +23,16 @@ SIZE_KEYS = ("block_size", "stripe_size", "chunk_size", "align")
 # Characters of a label, legend entry or tick label drawn from a report (longer text is cut, an
 # ellipsis marking the cut: a 100,000-character value would overflow matplotlib's rasteriser).
 LABEL_WIDTH = 80
+# Config keys a backend means something else by, found by the setting its report names in
+# settings.backend (the s3 backend: block_size is the multipart part size, queue_depth the
+# requests in flight per rank; docs/backend-s3.md): {config key: (settings.backend key, label,
+# axis words)}. A point whose backend reports none of them keeps "bs=", "QD=".
+BACKEND_TERMS = {"block_size": ("part_size_bytes", "part", "part size"),
+                 "queue_depth": ("requests_in_flight", "inflight", "requests in flight per rank")}
+# The request kinds of a phase's `requests` in the order docs/metrics.md lists them (a kind not
+# listed follows, by name).
+REQUEST_KINDS = ("put", "create_upload", "part", "complete", "abort", "get", "head", "list",
+                 "delete")
 
 
 # ---------------------------------------------------------------- text
@@ -67,16 +79,72 @@ def fmt_value(key, v):
 
 
 def label_of(point, keys):
-    """A point's values of keys as a legend entry ("posix, O_DIRECT, QD=4"); point: anything with
-    value(key) (plotdata.Point)."""
+    """A point's values of keys as a legend entry ("posix, O_DIRECT, QD=4"; "s3
+    (ckpt@127.0.0.1:7480), part=8M": a key in point.words is written as its backend says it);
+    point: anything with value(key) and words (plotdata.Point)."""
     parts = []
     for k in keys:
         v = point.value(k)
-        if k in ("report", "backend", "layout", "direct", "model.name"):
+        if k in point.words:
+            parts.append(short(point.words[k]))
+        elif k in ("report", "backend", "layout", "direct", "model.name"):
             parts.append(short(fmt_value(k, v)))
         else:
             parts.append(f"{short(SHORT.get(k, k.split('.')[-1]), 30)}={short(fmt_value(k, v))}")
     return shown(", ".join(parts)) if parts else "all points"
+
+
+# ---------------------------------------------------------------- a backend's own words
+
+def backend_terms(raw):
+    """{config key: (label, axis words, value)} for the keys the raw point's backend means
+    otherwise (BACKEND_TERMS whose setting its settings.backend reports)."""
+    s = get(raw, "settings", "backend")
+    if not isinstance(s, dict):
+        return {}
+    return {k: (label, words, s[key]) for k, (key, label, words) in BACKEND_TERMS.items()
+            if num(s.get(key)) is not None}
+
+
+def backend_words(raw):
+    """{config key: label text} for what the raw point's backend says its own way: the settings
+    of backend_terms ("part=8M", "inflight=8"); the backend with the bucket and endpoint its
+    settings.backend names ("s3 (ckpt@127.0.0.1:7480)"); cache and direct where its repetitions
+    say no cache applies (cache.method "not applicable": "no cache (object store)", never a
+    cache state). Empty for a file backend."""
+    out = {k: f"{label}={fmt_value(k, v)}" for k, (label, _, v) in backend_terms(raw).items()}
+    s = get(raw, "settings", "backend")
+    s = s if isinstance(s, dict) else {}
+    bucket, endpoint, name = s.get("bucket"), s.get("endpoint"), get(raw, "config", "backend")
+    store = isinstance(bucket, str) and bucket != ""
+    if store and isinstance(name, str):
+        host = endpoint.split("://", 1)[-1].rstrip("/") if isinstance(endpoint, str) else ""
+        where = clean(bucket, 30) + (f"@{clean(host, 40)}" if host else "")
+        out["backend"] = f"{clean(name, 30)} ({where})"
+    reps = get(raw, "repetitions", default=[])
+    if isinstance(reps, list) and any(get(r, "cache", "method") == "not applicable"
+                                      for r in reps):
+        out["cache"] = out["direct"] = "no cache (object store)" if store else "no cache"
+    return out
+
+
+def axis_title(what, unit, key, points):
+    """An axis title "what (unit)" for config key, followed by what the points' backends that
+    mean another thing by key call it: "block size (bytes per transfer) / part size (s3)";
+    points: plotdata.Point (terms, value)."""
+    own = {}
+    for p in points:
+        t = p.terms.get(key)
+        if t:
+            own.setdefault(t[1], set()).add(clean(p.value("backend") or "?", 20))
+    return f"{what} ({unit})" + "".join(f" / {w} ({', '.join(sorted(b))})"
+                                        for w, b in sorted(own.items()))
+
+
+def request_kinds(names):
+    """Request kinds in REQUEST_KINDS' order, any other after them by name."""
+    known = [k for k in REQUEST_KINDS if k in names]
+    return known + sorted(str(k) for k in names if k not in REQUEST_KINDS)
 
 
 # ---------------------------------------------------------------- the canvas

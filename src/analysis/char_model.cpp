@@ -83,7 +83,8 @@ json characterize_model(const std::vector<Probe>& probes, const SearchFacts& fac
              {{"create_per_s", md["create_per_s"]["mean"]},
               {"open_per_s", md["open_per_s"]["mean"]},
               {"unlink_per_s", md["unlink_per_s"]["mean"]}}},
-            {"sync_s_per_file", md["fsync_s"]["mean"]}};
+            // An object store syncs nothing: an object is durable once its upload completed.
+            {"sync_s_per_file", md.contains("fsync_s") ? md["fsync_s"]["mean"] : json(0.0)}};
   const Probe* shared = nullptr;
   for (const auto& p : probes)
     if (p.ok() && p.stage == "region_align" && p.settings["region_align"].is_string()) shared = &p;

@@ -32,12 +32,18 @@ std::string ratio_text(const json& r) {
   return out;
 }
 
-std::string path_text(const json& s) {
+// A data path's settings; on an object store (the characterization's `store`) block_size is the
+// part size and queue_depth the requests in flight per rank, and O_DIRECT does not apply.
+std::string path_text(const json& s, const json& ch) {
+  const bool objects = ch.contains("store");
   std::string out = s.value("backend", "?");
-  out += s.value("direct", false) ? ", O_DIRECT" : ", buffered";
+  if (!objects) out += s.value("direct", false) ? ", O_DIRECT" : ", buffered";
   const json& b = s["block_size"];
   out += ", " + (b.is_number() ? format_bytes(b.get<uint64_t>()) : b.get<std::string>());
-  out += ", QD " + std::to_string(s.value("queue_depth", 1));
+  if (objects)
+    out += " parts, " + std::to_string(s.value("queue_depth", 1)) + " in flight per rank";
+  else
+    out += ", QD " + std::to_string(s.value("queue_depth", 1));
   return out;
 }
 
@@ -65,7 +71,7 @@ std::string findings_heading(const json& ch) {
 // The data path: the best one, transfer size, queue depth, O_DIRECT, misaligned regions.
 void data_path_lines(std::string& o, const json& ch, const json& f) {
   if (ch.contains("chosen") && !ch["chosen"].is_null()) {
-    std::string t = path_text(ch["chosen"]);
+    std::string t = path_text(ch["chosen"], ch);
     if (f.contains("ceilings") && f["ceilings"].contains("aggregate"))
       t += ": save " + with_interval(f["ceilings"]["aggregate"]["save_GiBps"], " GiB/s") +
            ", restore " + with_interval(f["ceilings"]["aggregate"]["restore_GiBps"], " GiB/s");
@@ -157,7 +163,14 @@ void scaling_lines(std::string& o, const json& f) {
                  t += " (objects " + e["object_size"].get<std::string>() + ")";
                return t;
              }));
-  if (f.contains("metadata") && f["metadata"].contains("create_per_s")) {
+  if (f.contains("metadata") && f["metadata"].contains("list_keys_per_s")) {
+    const json& m = f["metadata"];  // an object store's requests
+    add_line(o, "metadata",
+             "PUT " + with_interval(m["create_per_s"], "/s", "%.0f") + ", HEAD " +
+                 with_interval(m["stat_per_s"], "/s", "%.0f") + ", DELETE " +
+                 with_interval(m["unlink_per_s"], "/s", "%.0f") + ", LIST " +
+                 with_interval(m["list_keys_per_s"], " keys/s", "%.0f") + " (empty objects)");
+  } else if (f.contains("metadata") && f["metadata"].contains("create_per_s")) {
     const json& m = f["metadata"];
     add_line(o, "metadata",
              "create " + with_interval(m["create_per_s"], "/s", "%.0f") + ", open " +
@@ -198,8 +211,8 @@ std::string recommendation_text(const json& ch) {
   if (ch.contains("recommendation") && ch["recommendation"].contains("config")) {
     const json& r = ch["recommendation"];
     const json& p = r["prediction"];
-    o += "Recommended: layout " + r["layout"].get<std::string>() + ", " + path_text(r["config"]) +
-         " -> " + r["path"].get<std::string>() + "\n";
+    o += "Recommended: layout " + r["layout"].get<std::string>() + ", " +
+         path_text(r["config"], ch) + " -> " + r["path"].get<std::string>() + "\n";
     o += "  predicted for " + std::to_string(r["world"].get<int>()) + " ranks: save " +
          format_text("%.3g", p["save_s"].get<double>()) + " s, restore " +
          format_text("%.3g", p["restore_s"].get<double>()) + " s\n";

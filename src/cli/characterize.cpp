@@ -156,10 +156,16 @@ class Characterizer {
   FsInfo fs_;
   uint64_t dio_align_ = 4096;
   NodeMap nodes_;
-  int rpn_ = 1;                             // ranks on rank 0's node
-  uint64_t state_bytes_ = 0;                // the probe model's bytes at scale 1
-  uint64_t probe_bytes_ = 0;                // per rank
-  std::vector<std::string> backends_;       // backends that stream and work here
+  int rpn_ = 1;                        // ranks on rank 0's node
+  uint64_t state_bytes_ = 0;           // the probe model's bytes at scale 1
+  uint64_t probe_bytes_ = 0;           // per rank
+  std::vector<std::string> backends_;  // backends that stream and work here
+  // An object store (the user's config names a backend whose files are objects, s3): its name
+  // and its config section; "" for a file system. The probes then go to the store (its part
+  // size and requests in flight are searched, its request rates are the metadata finding) and
+  // the target directory only holds the runs' local bookkeeping.
+  std::string store_;
+  json store_options_;
   std::vector<std::string> stages_;         // stages that will run, in order
   std::map<std::string, double> deadline_;  // per stage: its time is up after this (rank 0 clock)
   std::vector<Probe> probes_;
@@ -175,6 +181,12 @@ class Characterizer {
     return std::find(stages_.begin(), stages_.end(), s) != stages_.end();
   }
   json base_doc() const;
+  // The block size the search starts from: 1 MiB for files, 8 MiB (or the backend's smallest
+  // block_size above it) for an object store's parts.
+  uint64_t first_block() const {
+    return store_.empty() ? uint64_t{1} << 20
+                          : std::max(uint64_t{8} << 20, find_backend(store_).min_block_size);
+  }
   json probe_doc(const Probe& p, int reps, int member_ranks) const;
   Probe& measure(Probe p, const std::string& stage, int min_reps = 0);
   bool is_member(const std::string& members) const;
@@ -259,6 +271,12 @@ json Characterizer::base_doc() const {
             {"sync", "end"},
             {"verify", false},
             {"target", work_}};
+  if (!store_.empty()) {
+    d["backend"] = store_;
+    d[store_] = store_options_;
+    d["block_size"] = size_label(first_block());
+    d["queue_depth"] = 8;
+  }
   return d;
 }
 
@@ -510,6 +528,13 @@ void Characterizer::plan_stages() {
       stage_log_[s] = {{"status", "not applicable"}, {"reason", "the job runs on one node"}};
       continue;
     }
+    // An object store: no O_DIRECT, no regions of a shared file to align, no striping.
+    if (!store_.empty() && (s == "direct" || s == "region_align" || s == "stripes")) {
+      stage_log_[s] = {{"status", "not applicable"},
+                       {"reason", "the target is an object store (" + store_ +
+                                      "): no O_DIRECT, no file regions, no striping settings"}};
+      continue;
+    }
     if (s == "stripes" && striping_provider(fs_.type) == nullptr) {
       stage_log_[s] = {{"status", "not applicable"},
                        {"reason", fs_.type + " has no striping settings (Lustre and CephFS do)"}};
@@ -562,6 +587,10 @@ CharacterizeResult Characterizer::run() {
   // ---- before any I/O: options, target, the user's config ----
   check_options();
   RunConfig user = parse_config(opt_.config_document);  // the recommendation's basis, checked now
+  if (!user.points.empty() && find_backend(user.points[0].backend).objects) {
+    store_ = user.points[0].backend;
+    store_options_ = user.points[0].backend_options;
+  }
   target_ = opt_.target.empty() ? user.target : opt_.target;
   open_target();
   map_job();
@@ -658,7 +687,9 @@ void Characterizer::map_job() {
   for (int r = 0; r < size_; r++)
     if (nodes_.node_of_rank[static_cast<size_t>(r)] == nodes_.node_of_rank[0]) rpn_++;
   for (const auto& f : backend_registry())
-    if (f.stream_transfers && f.not_built.empty() && f.probe().empty()) backends_.push_back(f.name);
+    if (f.stream_transfers && f.not_built.empty() && f.probe().empty() &&
+        (store_.empty() ? !f.objects : f.name == store_))
+      backends_.push_back(f.name);
   plan_stages();
 }
 
@@ -684,7 +715,10 @@ uint64_t Characterizer::size_probes() {
                       " per rank is below the smallest probe, 4 MiB (allowed: 4M and up)");
   const uint64_t margin = (uint64_t{64} << 20) + fs_.free_bytes / 20;
   const uint64_t usable = fs_.free_bytes > margin ? fs_.free_bytes - margin : 0;
-  const uint64_t space_cap = usable / 3 / static_cast<uint64_t>(size_);
+  // An object store's probes keep nothing in the target directory (its free space is the
+  // store's, not known here).
+  const uint64_t space_cap =
+      store_.empty() ? usable / 3 / static_cast<uint64_t>(size_) : ~uint64_t{0};
   const uint64_t max_probe =
       std::min<uint64_t>(uint64_t{8} << 30, state_bytes_ / static_cast<uint64_t>(size_));
   probe_bytes_ = opt_.probe_bytes > 0 ? opt_.probe_bytes : uint64_t{256} << 20;
@@ -704,11 +738,15 @@ uint64_t Characterizer::size_probes() {
 // ---- calibrate: the probe size that makes one save last about budget/300 s ----
 void Characterizer::calibrate(uint64_t max_bytes) {
   Probe c;
-  c.settings = {{"backend", "posix"}, {"direct", false}, {"block_size", "1M"}, {"queue_depth", 1}};
+  c.settings = {{"backend", store_.empty() ? "posix" : store_},
+                {"direct", false},
+                {"block_size", size_label(first_block())},
+                {"queue_depth", store_.empty() ? 1 : 8}};
   deadline_["calibrate"] = 0;  // one repetition suffices to size the probes
   Probe& cp = measure(c, "calibrate", 1);
   if (!cp.ok())
-    throw ProbeFailed("the first probe (posix, 1 MiB, buffered) was refused: " + cp.reason);
+    throw ProbeFailed("the first probe (" + settings_text(c.settings) +
+                      ") was refused: " + cp.reason);
   if (opt_.probe_bytes == 0) {
     const double want_s = std::clamp(opt_.budget_s / 300, 0.25, 4.0);
     const double got_s = std::max(1e-3, median_of(cp.save_s).value_or(1));
@@ -721,6 +759,7 @@ void Characterizer::calibrate(uint64_t max_bytes) {
 // Collective: whether O_DIRECT works on the target. Rank 0 probes (one probe file; every rank
 // creating the same name would collide) and says.
 bool Characterizer::odirect_works() {
+  if (!store_.empty()) return false;  // objects: no O_DIRECT (the same on every rank)
   int odirect_i = 0;
   if (rank_ == 0) try {
       odirect_i = supports_odirect(work_) ? 1 : 0;
@@ -734,9 +773,12 @@ bool Characterizer::odirect_works() {
 void Characterizer::search_backends(bool odirect) {
   for (const auto& b : backends_)
     for (bool d : {false, true}) {
-      if (stopped_) break;
+      if (stopped_ || (d && !store_.empty())) break;
       Probe p;
-      p.settings = {{"backend", b}, {"direct", d}, {"block_size", "1M"}, {"queue_depth", 8}};
+      p.settings = {{"backend", b},
+                    {"direct", d},
+                    {"block_size", size_label(first_block())},
+                    {"queue_depth", 8}};
       if (d && !odirect) {
         p.stage = "backend";
         p.status = "skipped";
@@ -779,8 +821,12 @@ json Characterizer::best_setting() const {
 // Transfer size.
 void Characterizer::search_transfer_size() {
   json base = best_setting();
+  // Files: 64 KiB to 16 MiB in steps of 4; an object store's parts: its smallest part (S3: 5 MiB)
+  // to 64 MiB in steps of 2.
+  const uint64_t min_block = store_.empty() ? 0 : find_backend(store_).min_block_size;
   std::vector<uint64_t> sizes;
-  for (uint64_t s = 64 << 10; s <= (uint64_t{16} << 20); s *= 4)
+  for (uint64_t s = std::max<uint64_t>(64 << 10, min_block);
+       s <= (store_.empty() ? uint64_t{16} << 20 : uint64_t{64} << 20); s *= store_.empty() ? 4 : 2)
     if (s <= probe_bytes_) sizes.push_back(s);
   auto curve = [&]() {
     std::vector<CurvePoint> c;
@@ -805,7 +851,7 @@ void Characterizer::search_transfer_size() {
   for (int i = 0; i < 3 && !stopped_; i++) {
     const double knee = knee_of(curve(), 0.05);
     const uint64_t half = static_cast<uint64_t>(knee) / 2;
-    if (half < (4 << 10)) break;
+    if (half < std::max<uint64_t>(4 << 10, min_block)) break;
     bool done = false;
     for (const auto& c : curve())
       if (static_cast<uint64_t>(c.x) == half) done = true;
@@ -922,9 +968,16 @@ json Characterizer::measure_metadata() {
     md["skipped"] = "the budget (" + fmt_minutes(opt_.budget_s) + ") was spent before this stage";
   } else if (wants("metadata") && !stopped_) {
     int n = 64;
+    // An object store's metadata operations are requests, measured by its backend.
+    const auto& object_probe = store_.empty() ? nullptr : find_backend(store_).metadata_probe;
+    const PointConfig store_pc =
+        store_.empty() ? PointConfig{} : parse_config(base_doc()).points[0];
+    std::vector<double> lists;
     try {
       for (int it = 0; it < opt_.max_reps && !stopped_; it++) {
-        MdSample s = md_probe(work_ + "/md-" + std::to_string(it), n, it == 0 ? 0 : 8, comm_);
+        const std::string dir = work_ + "/md-" + std::to_string(it);
+        MdSample s = object_probe ? object_probe(store_pc, dir, n, comm_)
+                                  : md_probe(dir, n, it == 0 ? 0 : 8, comm_);
         if (it == 0) {  // sizing: about half a second of creates
           n = static_cast<int>(std::clamp(n * 0.5 / std::max(1e-4, s.create_s), 64.0, 20000.0));
           continue;
@@ -935,6 +988,7 @@ json Characterizer::measure_metadata() {
         stats.push_back(s.rate(s.stat_s));
         unlinks.push_back(s.rate(s.unlink_s));
         fsyncs.push_back(s.fsync_s);
+        if (s.lists > 0 && s.list_s > 0) lists.push_back(s.ranks * s.files_per_rank / s.list_s);
         double t = now();
         MPI_Bcast(&t, 1, MPI_DOUBLE, 0, comm_);
         const int k = static_cast<int>(creates.size());
@@ -953,6 +1007,19 @@ json Characterizer::measure_metadata() {
       md["stat_per_s"] = sample_stats(stats).to_json();
       md["open_per_s"] = sample_stats(opens).to_json();
       md["unlink_per_s"] = sample_stats(unlinks).to_json();
+      if (object_probe) {
+        md["operations"] = store_ +
+                           " requests of empty objects, one at a time per rank: create = PUT, "
+                           "stat and open = HEAD, unlink = DELETE; list: rank 0 LISTs them all";
+        md["list_keys_per_s"] = sample_stats(lists).to_json();
+        if (rank_ == 0 && !opt_.quiet)
+          std::printf(
+              "characterize: %-14s %d objects per rank: PUT %.0f/s, HEAD %.0f/s, DELETE %.0f/s, "
+              "LIST %.0f keys/s\n",
+              "metadata", md_files, sample_stats(creates).mean, sample_stats(stats).mean,
+              sample_stats(unlinks).mean, sample_stats(lists).mean);
+        return md;
+      }
       md["fsync_s"] = sample_stats(fsyncs).to_json();
       if (rank_ == 0 && !opt_.quiet)
         std::printf(
@@ -984,6 +1051,7 @@ json Characterizer::header_json() const {
   json probes = json::array();
   for (const auto& p : probes_) probes.push_back(p.to_json());
   ch["probes"] = probes;
+  if (!store_.empty()) ch["store"] = {{"backend", store_}, {"options", store_options_}};
   if (!stage_log_.empty()) ch["stage_notes"] = stage_log_;
   return ch;
 }

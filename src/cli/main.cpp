@@ -180,6 +180,9 @@ int cmd_validate(const std::string& path, const Overrides& ov) {
         const int real = p.parallelism.emulate_world > 0 ? 1 : world;
         const Parallelism par = resolve_parallelism(p.parallelism, real, m);
         check_plan_limits(estimate_plan(p, m, par, real, point_align(p, 4096)), rc.limits);
+        // A store's own limits (S3's parts) need the plan of the real ranks.
+        if (p.parallelism.emulate_world == 0 && find_backend(p.backend).plan_requests)
+          plan_offline_point(p, rc.limits, world, "tp*pp*dp", 0, 0, 4096);
       }
     } catch (const ConfigError& e) {
       if (rc.points.size() == 1) throw;
@@ -281,6 +284,7 @@ json plan_point_json(const PointConfig& p, size_t index, const PlanLimits& limit
   pt["world"] = w;
   pt["parallelism"] = parallelism_to_json(par);
   pt["layout"] = layout_name(p.layout.kind);
+  if (!o.prep.requests.is_null()) pt["requests"] = o.prep.requests;
   if (list_files || list_items) pt["file_list"] = plan_file_list(plan, list_items ? &m : nullptr);
   if (p.restore.reshard) {
     plan_restore(o.prep, p, w);
@@ -380,10 +384,34 @@ void print_plan_prediction(const json& q) {
     std::printf("  prediction note: %s\n", n.get<std::string>().c_str());
 }
 
+// An object store's objects, parts and requests (plan_requests), as "kind n" lists.
+void print_plan_requests(const json& q) {
+  const auto n = [&q](const char* k) {
+    return static_cast<unsigned long long>(q[k].get<uint64_t>());
+  };
+  std::printf(
+      "  objects %llu (%llu single PUT, %llu multipart, %llu of them shared), parts %llu "
+      "(at most %llu per object)\n",
+      n("objects"), n("single_put_objects"), n("multipart_objects"), n("shared_objects"),
+      n("parts"), n("max_parts_per_object"));
+  const std::pair<const char*, std::vector<const char*>> phases[] = {
+      {"save", {"put", "create_upload", "part", "complete"}},
+      {"restore", {"head", "get"}},
+      {"clean_up", {"list", "delete"}}};
+  for (const auto& [ph, kinds] : phases) {
+    std::printf("  requests, %s:", ph);
+    for (const char* k : kinds)
+      if (q[ph].contains(k))
+        std::printf(" %s %llu;", k, static_cast<unsigned long long>(q[ph][k].get<uint64_t>()));
+    std::printf("\n");
+  }
+}
+
 // One point of `plan`'s text output, from its JSON.
 void print_plan_point(const json& p) {
   print_plan_summary(p);
   print_plan_transfers(p);
+  if (p.contains("requests")) print_plan_requests(p["requests"]);
   if (p.contains("restore")) print_plan_restore(p["restore"]);
   if (p.contains("file_list")) print_plan_files(p);
   if (p.contains("prediction")) print_plan_prediction(p["prediction"]);

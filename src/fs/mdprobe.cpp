@@ -33,13 +33,11 @@ nlohmann::json MdSample::to_json() const {
           {"open_per_s", rate(open_s)},
           {"unlink_per_s", rate(unlink_s)},
           {"fsync_files", fsync_files},
-          {"fsync_s", fsync_s}};
+          {"fsync_s", fsync_s},
+          {"lists", lists},
+          {"list_s", list_s}};
 }
 
-namespace {
-
-// Runs fn on this rank (its error text, or ""), then agrees: the first failing rank's text is
-// thrown as IoError on every rank. Returns the slowest rank's time of fn.
 double timed_step(MPI_Comm comm, const std::function<void()>& fn) {
   MPI_Barrier(comm);
   const double t0 = now_s();
@@ -61,6 +59,8 @@ double timed_step(MPI_Comm comm, const std::function<void()>& fn) {
   }
   return slowest;
 }
+
+namespace {
 
 [[noreturn]] void fail_at(const std::string& what, const std::string& path, int err) {
   throw IoError(what + " '" + path + "': " + errno_text(err));

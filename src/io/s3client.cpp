@@ -157,6 +157,54 @@ uint64_t part_count(uint64_t len, uint64_t part) {
   return rem >= kMinPart ? n + 1 : n;
 }
 
+ObjectParts object_parts(std::vector<WriterRun> runs, uint64_t size, uint64_t part, int writers) {
+  ObjectParts out;
+  std::sort(runs.begin(), runs.end(),
+            [](const WriterRun& a, const WriterRun& b) { return a.start < b.start; });
+  // Consecutive runs of one writer are one range (the hole between them is zeros): an object of
+  // one writer is one range, however its extents are padded.
+  std::vector<WriterRun> merged;
+  for (const WriterRun& r : runs)
+    if (!merged.empty() && merged.back().writer == r.writer && r.start >= merged.back().end)
+      merged.back().end = r.end;
+    else
+      merged.push_back(r);
+  uint64_t n = 0;
+  for (size_t k = 0; k < merged.size(); k++) {
+    const bool last = k + 1 == merged.size();
+    const WriterRun& r = merged[k];
+    if (!last && r.end > merged[k + 1].start) {
+      out.error = "writers " + std::to_string(r.writer) + " and " +
+                  std::to_string(merged[k + 1].writer) + " write overlapping bytes (internal)";
+      return out;
+    }
+    const uint64_t start = k == 0 ? 0 : r.start;
+    const uint64_t end = last ? std::max(size, r.end) : merged[k + 1].start;
+    if (!last && end - start < kMinPart) {
+      out.error = "writer " + std::to_string(r.writer) + "'s bytes " + std::to_string(start) + "-" +
+                  std::to_string(end) +
+                  " are fewer than S3's 5 MiB minimum for a part that is not the object's last "
+                  "(fewer writers per object, or a larger model)";
+      return out;
+    }
+    const uint64_t np = part_count(end - start, part);
+    out.ranges.push_back(PartRange{start, end, n, np, r.writer});
+    n += np;
+  }
+  if (merged.empty() && writers == 1) {  // nothing but its size (an empty object, say)
+    out.ranges.push_back(PartRange{0, size, 0, 1, 0});
+    n = 1;
+  }
+  if (n > kMaxParts) {
+    out.error = "needs " + std::to_string(n) + " parts of block_size " + std::to_string(part) +
+                "; S3 allows 10,000 parts per object: raise 'block_size'";
+    return out;
+  }
+  out.parts = std::max<uint64_t>(n, 1);
+  out.single_put = writers == 1 && out.parts == 1;
+  return out;
+}
+
 Url parse_url(const std::string& s, const std::string& key) {
   const std::string allowed = "allowed: s3://BUCKET or s3://BUCKET/PREFIX";
   if (s.rfind("s3://", 0) != 0)
@@ -427,13 +475,8 @@ void Client::finish(Request& r, int code) {
   const bool short_get = code == CURLE_OK && r.into != nullptr && r.status >= 200 &&
                          r.status < 300 && r.got != r.into_len;
   const bool ok = code == CURLE_OK && r.status >= 200 && r.status < 300 && !short_get;
-  const int k = static_cast<int>(r.kind);
   if (ok) {
-    stats.count[k]++;
-    stats.latency[k].add(dt);
     if (rec_ != nullptr) rec_->request(r.kind, dt);
-    stats.bytes_up += r.body_len;
-    stats.bytes_down += r.got;
     ready_.push_back(&r);
     return;
   }
@@ -451,8 +494,6 @@ void Client::finish(Request& r, int code) {
   else
     why = http_error(r, s_, c_, bucket_);
   if (transient && r.attempts < s_.max_attempts) {
-    stats.retries++;
-    if (r.status == 503 || r.status == 429) stats.throttled++;
     if (rec_ != nullptr) {
       rec_->count(Counter::retries);
       if (r.status == 503 || r.status == 429) rec_->count(Counter::throttled);
@@ -465,7 +506,6 @@ void Client::finish(Request& r, int code) {
     return;
   }
   if (transient && (r.status == 503 || r.status == 429)) {
-    stats.throttled++;
     if (rec_ != nullptr) rec_->count(Counter::throttled);
   }
   r.error = std::string(method_of(r.kind)) + " " + where(r.key) +

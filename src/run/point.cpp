@@ -57,6 +57,7 @@ Prepared prepare_point(const PointConfig& pc, MPI_Comm comm, uint64_t align,
   p.nodes = node_map(comm, pc.ranks_per_node);
   p.align = align;
   p.plan = make_plan(plan_input(pc, p.model, p.par, align, size, p.nodes.node_of_rank));
+  if (const auto& f = find_backend(pc.backend).plan_requests) p.requests = f(p.plan, pc);
   plan_restore(p, pc, size);
   return p;
 }
@@ -94,6 +95,7 @@ OfflinePoint plan_offline_point(const PointConfig& pc, const PlanLimits& limits,
   p.nodes.nodes = (world + per_node - 1) / per_node;
   p.nodes.emulated = true;
   p.plan = make_plan(plan_input(pc, p.model, p.par, p.align, world, p.nodes.node_of_rank));
+  if (const auto& f = find_backend(pc.backend).plan_requests) p.requests = f(p.plan, pc);
   return o;
 }
 
@@ -105,7 +107,9 @@ uint64_t point_align(const PointConfig& pc, uint64_t dio_align) {
   return std::max<uint64_t>(4096, dio_align);
 }
 
-json plan_json(const IoPlan& plan, const PointConfig& pc, const Parallelism& par, uint64_t align) {
+json plan_json(const Prepared& p, const PointConfig& pc, uint64_t align) {
+  const IoPlan& plan = p.plan;
+  const Parallelism& par = p.par;
   json j = plan_stats_json(plan.stats);
   j["transfers"] =
       transfer_stats_json(transfer_stats(plan, pc.block_size, pc.transfer), pc.transfer);
@@ -114,6 +118,7 @@ json plan_json(const IoPlan& plan, const PointConfig& pc, const Parallelism& par
   j["align"] = align;
   j["region_align"] = region_align_bytes(pc, align);
   j["any_shared_file"] = plan.any_shared;
+  if (!p.requests.is_null()) j["requests"] = p.requests;
   return j;
 }
 
@@ -336,7 +341,7 @@ json run_point(RunState& rs, int pi) {
       std::fprintf(stderr, "ckptbench: warning: %s\n", w.get<std::string>().c_str());
 
   const IoPlan& plan = pt.prep.plan;
-  pt.pj["plan"] = plan_json(plan, pc, pt.prep.par, pt.align);
+  pt.pj["plan"] = plan_json(pt.prep, pc, pt.align);
   if (std::string w = block_size_warning(pc, pt.pj["plan"]["transfers"]); !w.empty())
     pt.warn(rs, w);
   size_t vr_run = 0;

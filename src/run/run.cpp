@@ -176,7 +176,7 @@ json dry_run_document(const RunConfig& cfg, const std::vector<Prepared>& prepare
     pts.push_back({{"index", i + 1},
                    {"params", pc.params},
                    {"config", pc.resolved},
-                   {"plan", plan_json(prepared[i].plan, pc, prepared[i].par, prepared[i].align)},
+                   {"plan", plan_json(prepared[i], pc, prepared[i].align)},
                    {"bytes_per_repetition", 2 * prepared[i].plan.stats.file_bytes}});
   }
   doc["points"] = pts;

@@ -30,6 +30,7 @@ Prepared saved_plan(const PointConfig& pc, const SavedPoint& s, const PlanLimits
   std::vector<int> nodes = s.node_of_rank;
   if (nodes.empty()) nodes.assign(static_cast<size_t>(s.world), 0);
   p.plan = make_plan(plan_input(pc, p.model, p.par, s.align, s.world, nodes));
+  if (const auto& f = find_backend(pc.backend).plan_requests) p.requests = f(p.plan, pc);
   return p;
 }
 

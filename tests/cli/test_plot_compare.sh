@@ -29,7 +29,14 @@
 #    against the schema; plot.py draws the characterization figures (transfer size, queue depth,
 #    backend x O_DIRECT, ceilings and misalignment, predicted vs measured) with the usual ones, and
 #    skips them with notes when the characterization object is not as documented; compare.py
-#    labels its probes and pairs two characterizations' probes on their settings; csv reads it.
+#    labels its probes and pairs two characterizations' probes on their settings; csv reads it;
+#  - an object store's points (tests/cli/data/s3-vs-posix.json, a real report of backend posix
+#    and s3; this test cannot start the S3 gateway): it validates against the schema; plot.py and
+#    compare.py label an s3 point in the backend's words (bucket@endpoint, part=, inflight=, no
+#    cache), a posix point as before; axis titles name the part size and requests in flight; the
+#    requests figure (latency and count by request kind); compare.py's requests by kind (counts,
+#    p50 ratios where both reports have the kind, retries and throttled); requests of the wrong
+#    types are passed over.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 need_binary
 PY="$(python_with matplotlib)" ||
@@ -252,11 +259,11 @@ for fig in bandwidth_vs_block_size heatmap_qd_block_size rank_times latency; do
     esac && ok "figure $fig.$ext ($(stat -c %s "$f") bytes)" || bad "figure $fig.$ext is not a $ext file"
   done
 done
-for skipped in layouts stripes bandwidth_points; do
+for skipped in layouts stripes bandwidth_points requests; do
   if [ ! -e "$work/fig/$skipped.png" ]; then ok "no $skipped figure for this sweep"
   else bad "figure $skipped drawn for a block size x queue depth sweep"; fi
 done
-for skipped in layouts stripes; do
+for skipped in layouts stripes requests; do
   if grep -q "skipped $skipped:" <<< "$out"; then ok "figure $skipped skipped with a note"
   else bad "figure $skipped: expected a one-line 'skipped' note: $out"; fi
 done
@@ -875,6 +882,166 @@ if "$PY" "$SRC/scripts/ckptreport.py" csv "$work/r.json" -o "$work/csvdir/new/r.
    cmp -s "$work/csvdir/new/r.csv" "$work/r.csv" && [ "$(ls -A "$work/csvdir/new")" = r.csv ]; then
   ok "ckptreport.py csv -o into a missing directory: made, the same CSV, nothing else"
 else bad "ckptreport.py csv -o into a missing directory: $(ls -A "$work/csvdir/new" 2>&1)"; fi
+
+# ---- 11. an object store's points: tests/cli/data/s3-vs-posix.json, the report of a real sweep
+# (backend posix and s3 x block_size 8M and 16M, queue_depth 8, 2 repetitions, 4 ranks, against
+# scripts/ceph/local-rgw.sh's gateway, which this test cannot start; unchanged since). Its s3
+# points have settings.backend's bucket, endpoint, part_size_bytes and requests_in_flight, each
+# phase's requests by kind and counters.retries/throttled, and cache.method "not applicable".
+S3R="$SRC/tests/cli/data/s3-vs-posix.json"
+JS="$(python_with jsonschema)" || JS=""
+if [ -n "$JS" ]; then
+  check="$("$JS" - "$SRC/docs/report.schema.json" "$S3R" <<'EOF' 2>&1
+import json, sys
+import jsonschema
+v = jsonschema.Draft7Validator(json.load(open(sys.argv[1])))
+errs = list(v.iter_errors(json.load(open(sys.argv[2]))))
+# Each distinct error once, list items as *: "points/*/repetitions/*/cache: ...".
+seen = sorted({"/".join("*" if isinstance(k, int) else str(k) for k in e.absolute_path) + ": "
+               + e.message[:160] for e in errs})
+print(f"{len(errs)} error(s): " + "; ".join(seen[:6]) if errs else "valid")
+EOF
+)"
+  if [ "$check" = valid ]; then ok "tests/cli/data/s3-vs-posix.json validates against docs/report.schema.json"
+  else bad "tests/cli/data/s3-vs-posix.json vs docs/report.schema.json: $check"; fi
+else
+  echo "note: no python3 with jsonschema; tests/cli/data/s3-vs-posix.json is not validated here"
+fi
+# Variants: B with every request twice as slow, a kind only B has (list) and retries and throttled
+# answers in its restores; Q with queue depth 4 and 8 and posix's cache swept (none, fadvise);
+# N without params (labels from the config); H with requests of the wrong types.
+"$PY" - "$S3R" "$work" <<'EOF'
+import copy, json, sys
+d = json.load(open(sys.argv[1]))
+work = sys.argv[2]
+b = copy.deepcopy(d)
+for p in b["points"]:
+    for r in p["repetitions"]:
+        for ph in ("save", "restore"):
+            req = r[ph].get("requests")
+            if not req:
+                continue
+            for v in req.values():
+                for f in ("p50_ms", "p90_ms", "p99_ms", "max_ms"):
+                    v[f] *= 2
+            if ph == "restore":
+                req["list"] = {"count": 1, "p50_ms": 3.0, "p90_ms": 3.0, "p99_ms": 3.0, "max_ms": 3.0}
+                r[ph]["counters"]["retries"]["sum"] = 3
+                r[ph]["counters"]["throttled"]["sum"] = 1
+json.dump(b, open(f"{work}/s3-B.json", "w"))
+q = copy.deepcopy(d)
+q["points"] = []
+for qd in (4, 8):
+    for p in d["points"]:
+        p = copy.deepcopy(p)
+        p["index"] = len(q["points"]) + 1
+        p["config"]["queue_depth"] = p["params"]["queue_depth"] = qd
+        if "requests_in_flight" in p["settings"]["backend"]:
+            p["settings"]["backend"]["requests_in_flight"] = qd
+        else:
+            p["config"]["cache"] = "none" if qd == 4 else "fadvise"
+        q["points"].append(p)
+json.dump(q, open(f"{work}/s3-Q.json", "w"))
+n = copy.deepcopy(d)
+for p in n["points"]:
+    p["params"] = {}
+json.dump(n, open(f"{work}/s3-N.json", "w"))
+h = copy.deepcopy(d)
+junk = ([1, 2], {"part": "x", "get": {"count": "many", "p50_ms": -1.0, "p99_ms": None}},
+        {"head": {"count": 1e308, "p50_ms": 1e-300, "p99_ms": 1e308}}, "requests")
+for i, p in enumerate(h["points"]):
+    for r in p["repetitions"]:
+        r["save"]["requests"] = junk[i]
+        r["restore"]["counters"]["retries"] = {"sum": "x"}
+json.dump(h, open(f"{work}/s3-H.json", "w"))
+EOF
+
+out="$("$PY" "$SRC/scripts/plot.py" "$S3R" --out "$work/figs3" 2>&1)"; code=$?
+f="$work/figs3/requests"
+sig="$(head -c 8 "$f.png" 2>/dev/null | od -An -c | tr -d ' ')"
+if [ "$code" -eq 0 ] && [ -s "$f.png" ] && [ "$sig" = '211PNG\r\n032\n' ] && [ -s "$f.svg" ] &&
+   ! grep -q "skipped requests" <<< "$out"; then
+  ok "plot.py on s3 points: the requests figure (requests.png, requests.svg)"
+else bad "plot.py on tests/cli/data/s3-vs-posix.json: exit $code: $out"; fi
+svgok=1
+for want in "requests:s3 (ckpt@127.0.0.1:7480), part=8M" "requests:s3 (ckpt@127.0.0.1:7480), part=16M" \
+            "requests:save latency per request (ms, log scale)" "requests:save: bar = p50, whisker = p99" \
+            "requests:create_upload" "requests:complete" "requests:n=10" "requests:n=14" \
+            "latency:posix, bs=8M" "latency:s3 (ckpt@127.0.0.1:7480), part=16M" \
+            "rank_times:s3 (ckpt@127.0.0.1:7480), part=8M" "bandwidth_vs_block_size:s3 (ckpt@127.0.0.1:7480)" \
+            "bandwidth_vs_block_size:block size (bytes per transfer; K = KiB, M = MiB) / part size (s3)"; do
+  grep -qF -- "<!-- ${want#*:}" "$work/figs3/${want%%:*}.svg" ||
+    { svgok=0; bad "s3 points, ${want%%:*}.svg: no text '${want#*:}'"; }
+done
+for kind in part get head; do
+  grep -qF -- "<!-- $kind -->" "$f.svg" || { svgok=0; bad "requests.svg: no request kind '$kind'"; }
+done
+if grep -h -o '<!-- s3 [^>]* -->' "$work"/figs3/*.svg | grep -qE 'bs=|QD='; then
+  svgok=0; bad "an s3 point labelled with bs= or QD=: $(grep -h -o '<!-- s3 [^>]* -->' "$work"/figs3/*.svg | grep -E 'bs=|QD=' | head -2)"
+fi
+[ $svgok -eq 1 ] && ok "plot.py: s3 points labelled s3 (bucket@endpoint), part=; posix ones bs=; the block-size axis names the part size; request kinds and counts drawn"
+
+out="$("$PY" "$SRC/scripts/plot.py" "$work/s3-Q.json" --out "$work/figs3q" --format svg 2>&1)"; code=$?
+hm="$work/figs3q/heatmap_qd_block_size.svg"
+if [ "$code" -eq 0 ] &&
+   grep -qF '<!-- queue depth (transfers in flight per rank) / requests in flight per rank (s3) -->' "$hm" &&
+   grep -qF '<!-- queue depth (transfers in flight per rank) -->' "$hm" &&
+   grep -qF '<!-- save: s3 (ckpt@127.0.0.1:7480), no cache (object store) -->' "$hm" &&
+   grep -qF '<!-- save: posix, cache=fadvise -->' "$hm" &&
+   grep -qF '<!-- s3 (ckpt@127.0.0.1:7480), inflight=4, part=8M, no cache (object store) -->' "$work/figs3q/latency.svg" &&
+   grep -qF '<!-- posix, QD=8, bs=16M, cache=fadvise -->' "$work/figs3q/latency.svg" &&
+   ! grep -h -o '<!-- [^>]*s3 (ckpt[^>]* -->' "$work"/figs3q/*.svg | grep -qE 'cache=|buffered|O_DIRECT'; then
+  ok "plot.py: queue depth x part size, the s3 panel's axis says requests in flight, its cache 'no cache (object store)'"
+else bad "plot.py on s3 points with queue depth and cache swept: exit $code: $out / $(grep -o '<!-- [^>]*\(queue depth\|s3 (\)[^>]* -->' "$hm" 2>/dev/null | sort -u | head -8)"; fi
+
+out="$("$PY" "$SRC/scripts/compare.py" "$S3R" "$work/s3-B.json" 2>&1)"; code=$?
+if [ "$code" -eq 0 ] && grep -q '^\[1\] backend=posix block_size=8M$' <<< "$out" &&
+   grep -q '^\[3\] s3 (ckpt@127.0.0.1:7480) part=8M$' <<< "$out" &&
+   grep -q '^\[4\] s3 (ckpt@127.0.0.1:7480) part=16M$' <<< "$out" &&
+   [ "$(grep -c '^  requests by kind: count and p50 latency in ms' <<< "$out")" -eq 2 ] &&
+   grep -qE '^  phase +kind +A n +A p50 ms +B n +B p50 ms +B/A p50$' <<< "$out" &&
+   grep -qE '^  save +part +10 +[0-9.]+ +10 +[0-9.]+ +2\.000$' <<< "$out" &&
+   grep -qE '^  save +put +2 +[0-9.]+ +2 +[0-9.]+ +2\.000$' <<< "$out" &&
+   grep -qE '^  restore +get +14 +[0-9.]+ +14 +[0-9.]+ +2\.000$' <<< "$out" &&
+   grep -qE '^  restore +list +- +- +1 +3\.000 +-$' <<< "$out" &&
+   [ "$(grep -c '^  restore retries: B 6; throttled: B 2 (summed over ranks and repetitions)$' <<< "$out")" -eq 2 ] &&
+   ! grep -q '^  save .*retries' <<< "$out"; then
+  ok "compare.py on s3 points: labels part=, requests by kind with counts and p50 ratios, retries and throttled"
+else bad "compare.py s3-vs-posix.json s3-B.json: exit $code: $out"; fi
+out="$("$PY" "$SRC/scripts/compare.py" "$S3R" "$work/s3-B.json" --json 2>&1)"; code=$?
+check="$("$PY" -c 'import json, sys
+d = json.loads(sys.stdin.read())
+p = {q["index"]: q for q in d["points"]}
+a, b = p[3]["save"]
+assert "requests" not in p[1]["save"][0] and "requests" not in p[1]["save"][1], p[1]["save"]
+assert {k: v["count"] for k, v in a["requests"].items()} == {"create_upload": 4, "part": 10, "complete": 4}, a
+assert b["requests_p50_ratio"] == {"create_upload": 2.0, "part": 2.0, "complete": 2.0}, b
+a, b = p[4]["restore"]
+assert sorted(b["requests"]) == ["get", "head", "list"] and "list" not in b["requests_p50_ratio"], b
+assert (a["retries"], a["throttled"], b["retries"], b["throttled"]) == (0, 0, 6, 2), (a, b)
+assert "requests_p50_ratio" not in a and "requests.<kind>.count" in d["requests"], d["requests"]
+print("json ok")' <<< "$out" 2>&1)"
+if [ "$code" -eq 0 ] && [ "$check" = "json ok" ]; then
+  ok "compare.py --json on s3 points: requests by kind, requests_p50_ratio where both have the kind, retries, throttled"
+else bad "compare.py --json s3 points: exit $code: $check"; fi
+out="$("$PY" "$SRC/scripts/compare.py" "$work/s3-N.json" "$work/s3-N.json" 2>&1)"; code=$?
+if [ "$code" -eq 0 ] && grep -q '^\[1\] posix aggregated-rank bs=8388608 qd=8$' <<< "$out" &&
+   grep -q '^\[3\] s3 (ckpt@127.0.0.1:7480) aggregated-rank part=8M inflight=8$' <<< "$out"; then
+  ok "compare.py without params: 's3 (ckpt@127.0.0.1:7480) aggregated-rank part=8M inflight=8', posix 'bs=8388608 qd=8'"
+else bad "compare.py on s3 points without params: exit $code: $out"; fi
+
+# Requests of the wrong types (a list, a string, strings for numbers, a negative p50, numbers at
+# a float's limits): passed over, no traceback.
+out="$("$PY" "$SRC/scripts/plot.py" "$work/s3-H.json" --out "$work/figs3h" --format png 2>&1)"; code=$?
+out2="$("$PY" "$SRC/scripts/compare.py" "$work/s3-H.json" "$work/s3-H.json" --json 2>&1)"; code2=$?
+out3="$("$PY" "$SRC/scripts/compare.py" "$work/s3-H.json" "$work/s3-H.json" 2>&1)"; code3=$?
+if [ "$code" -eq 0 ] && [ "$code2" -eq 0 ] && [ "$code3" -eq 0 ] &&
+   ! grep -q Traceback <<< "$out$out2$out3" &&
+   [ -s "$work/figs3h/requests.png" ] && [ -s "$work/figs3h/latency.png" ] &&
+   "$PY" -c 'import json, sys; json.loads(sys.stdin.read())' <<< "$out2" &&
+   grep -qE '^  restore +get +14 ' <<< "$out3" && ! grep -q -- '-1\.000' <<< "$out3"; then
+  ok "plot.py and compare.py pass over requests of the wrong types (exit 0, no traceback)"
+else bad "requests of the wrong types: plot.py exit $code: $out / compare.py exit $code2, $code3: $(head -c 600 <<< "$out2$out3")"; fi
 
 # ---- 10. the characterization report (run in the background since section 1): its lines
 # and counts

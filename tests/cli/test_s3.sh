@@ -74,19 +74,24 @@ if "$BIN" backends | grep -qE '^s3 +ok'; then ok "ckptbench backends: s3 ok"
 else bad "ckptbench backends: $("$BIN" backends | grep '^s3')"; fi
 
 echo "# 2. every layout, 1 and 4 ranks, through the gateway"
-for layout in file-per-tensor file-per-shard aggregated-rank aggregated-node shared-file; do
+# (aggregated-rank:2 = ranks_per_file 2: two objects, each one upload of two writers)
+for variant in file-per-tensor file-per-shard aggregated-rank aggregated-rank:2 aggregated-node shared-file; do
+  layout="${variant%%:*}"
+  extra=(); [[ "$variant" == *:* ]] && extra=(--set ranks_per_file="${variant#*:}")
   for n in 1 4; do
-    name="l-$layout-$n"
-    run "$name" "$n" "$CKPT_S3_ENDPOINT" --set layout="$layout" --quiet
+    name="l-${variant/:/-rpf}-$n"
+    run "$name" "$n" "$CKPT_S3_ENDPOINT" --set layout="$layout" "${extra[@]}" --quiet
+    # What `plan` said the point would ask of the store is what it asked, request for request.
+    cmp_req="$(jq_py "$work/$name.json" "(lambda p, r: all(r[ph]['requests'].get(k, {}).get('count', 0) == v for ph in ('save', 'restore') for k, v in p['requests'][ph].items()))(d['points'][0]['plan'], d['points'][0]['repetitions'][0])")"
+    [ "$cmp_req" = True ] || bad "$variant on $n rank(s): the plan's requests are not the run's: $(jq_py "$work/$name.json" "d['points'][0]['plan'].get('requests'), {ph: {k: v['count'] for k, v in d['points'][0]['repetitions'][0][ph].get('requests', {}).items()} for ph in ('save', 'restore')}")"
     got="$(jq_py "$work/$name.json" "d['status'], d['points'][0]['repetitions'][0]['restore']['bytes'], d['points'][0]['repetitions'][0]['save']['bytes'], d['points'][0]['repetitions'][0]['restore'].get('verify_inline')")"
     left="$(s3ls "$name/")"
     if [ $code -eq 0 ] && [[ "$got" == "ok "* ]] && [ "$(echo "$got" | cut -d' ' -f2)" = "$(echo "$got" | cut -d' ' -f3)" ] &&
       [[ "$got" == *True ]] && [ "$left" = "objects 0 uploads 0" ]; then
-      ok "$layout on $n rank(s): saved, restored, verified ($got); afterwards $left"
-    else bad "$layout on $n rank(s): exit $code, report '$got', left '$left': $(tail -n 3 <<< "$out")"; fi
+      ok "$variant on $n rank(s): saved, restored, verified, requests as planned ($got); afterwards $left"
+    else bad "$variant on $n rank(s): exit $code, report '$got', left '$left': $(tail -n 3 <<< "$out")"; fi
   done
 done
-# The shared object of 4 writers was one multipart upload with parts from every writer.
 # The shared object of 4 writers was one multipart upload with parts from every writer: one
 # create and one complete over all ranks, and every rank uploaded parts.
 parts="$(jq_py "$work/l-shared-file-4.json" "(lambda s: (s['requests']['create_upload']['count'], s['requests']['complete']['count'], s['requests']['part']['count'], s['counters']['max_in_flight']['min']))(d['points'][0]['repetitions'][0]['save'])")"
@@ -115,6 +120,17 @@ run unreachable 1 "http://127.0.0.1:9"
 if [ $code -eq 2 ] && grep -q "http://127.0.0.1:9" <<< "$out" && grep -qi "connect" <<< "$out"; then
   ok "unreachable endpoint: exit 2, named"
 else bad "unreachable endpoint: exit $code: $out"; fi
+
+# Objects S3 would refuse: writers' ranges below its 5 MiB part minimum (4 writers of a 5.5 MiB
+# shared object): run, validate (a world tp*pp*dp) and plan refuse it naming the limit.
+run smallparts 4 "$CKPT_S3_ENDPOINT" --set layout=shared-file --set model.scale=1/16384
+v="$("$BIN" validate --config "$work/smallparts.config.json" --set layout=shared-file \
+  --set model.scale=1/16384 --set parallelism.dp=4 2>&1)"; vcode=$?
+if [ $code -eq 2 ] && [ $vcode -eq 2 ] && grep -q "S3's 5 MiB minimum" <<< "$out" &&
+  grep -q "layout 'shared-file'" <<< "$v" && ! grep -q "rep 1" <<< "$out" &&
+  [ "$(s3ls smallparts/)" = "objects 0 uploads 0" ]; then
+  ok "parts below S3's minimum: run and validate exit 2 before any I/O, naming the limit"
+else bad "parts below S3's minimum: run exit $code ($out), validate exit $vcode ($v)"; fi
 
 echo "# 4. throttling"
 proxy_port=$((CKPT_RGW_PORT + 1))

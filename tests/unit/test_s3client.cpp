@@ -103,6 +103,40 @@ TEST(S3Parts, NoPartButTheLastBelowFiveMiB) {
   }
 }
 
+// The parts of an object several ranks write: each writer's range reaches to the next one's
+// start, parts are numbered in offset order, and what S3 refuses is said (not thrown).
+TEST(S3Parts, ObjectOfSeveralWriters) {
+  const uint64_t M = 1 << 20, part = 8 * M;
+  // Writers 3 and 1 (given out of order), 20 MiB each, the second starting at 24 MiB (a 4 MiB
+  // alignment hole that goes with the first writer's range), object 48 MiB.
+  s3::ObjectParts o = s3::object_parts({{24 * M, 44 * M, 1}, {0, 20 * M, 3}}, 48 * M, part, 2);
+  ASSERT_TRUE(o.error.empty()) << o.error;
+  ASSERT_EQ(o.ranges.size(), 2u);
+  EXPECT_EQ(o.ranges[0].writer, 3);
+  EXPECT_EQ(o.ranges[0].end, 24 * M);     // to the next writer's start
+  EXPECT_EQ(o.ranges[0].nparts, 3u);      // 8 + 8 + 8
+  EXPECT_EQ(o.ranges[1].first_part, 3u);  // its parts are 4..
+  EXPECT_EQ(o.ranges[1].end, 48 * M);     // to the object's end
+  EXPECT_EQ(o.ranges[1].nparts, 3u);      // 8 + 8 + 8
+  EXPECT_EQ(o.parts, 6u);
+  EXPECT_FALSE(o.single_put);  // two writers: always a multipart upload
+  // One writer, one part: a plain PUT; runs of one writer with holes between are one range.
+  o = s3::object_parts({{0, 1 * M, 0}, {2 * M, 3 * M, 0}}, 4 * M, part, 1);
+  EXPECT_TRUE(o.single_put);
+  EXPECT_EQ(o.ranges.size(), 1u);
+  // A writer's range below 5 MiB that is not the object's last: S3 would refuse the upload.
+  o = s3::object_parts({{0, 4 * M, 0}, {4 * M, 40 * M, 1}}, 40 * M, part, 2);
+  EXPECT_NE(o.error.find("writer 0's bytes 0-4194304"), std::string::npos) << o.error;
+  EXPECT_NE(o.error.find("5 MiB"), std::string::npos) << o.error;
+  // More than 10,000 parts.
+  o = s3::object_parts({{0, 10001 * s3::kMinPart, 0}}, 10001 * s3::kMinPart, s3::kMinPart, 1);
+  EXPECT_NE(o.error.find("10,000"), std::string::npos) << o.error;
+  EXPECT_NE(o.error.find("'block_size'"), std::string::npos) << o.error;
+  // Overlapping writers are a bug of the plan, said as such.
+  o = s3::object_parts({{0, 10 * M, 0}, {8 * M, 20 * M, 1}}, 20 * M, part, 2);
+  EXPECT_NE(o.error.find("overlapping"), std::string::npos) << o.error;
+}
+
 TEST(S3Xml, ValuesAndEntities) {
   const std::string x =
       "<?xml version=\"1.0\"?><ListMultipartUploadsResult><Upload><Key>a/b&amp;c</Key>"

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ckptbench/base/metrics.hpp"
+#include "ckptbench/fs/mdprobe.hpp"
 #include "ckptbench/io/buffers.hpp"
 #include "ckptbench/io/source.hpp"
 #include "ckptbench/plan/config.hpp"
@@ -205,6 +206,22 @@ struct BackendFactory {
   // and on a signal by the clean-up). Throws IoError.
   std::function<std::string(const PointConfig&, const std::string& run_dir, const std::string& dir)>
       remove_data;
+  // Not empty: the requests a point's plan makes of the backend's store (s3: objects, parts, the
+  // save's and restore's requests by kind), for `plan` and the report's plan section. Throws
+  // ConfigError where the store would refuse the plan (S3's part limits), naming the key to
+  // change; the run calls it for every point before any I/O.
+  std::function<nlohmann::json(const IoPlan&, const PointConfig&)> plan_requests;
+  // Not empty: the store's metadata operations are requests (s3), measured by this instead of
+  // the file system's md_probe (characterize's metadata stage), collective on comm: every rank
+  // PUTs files_per_rank empty objects below a prefix named after `dir` (a directory below the
+  // run's target, not made), HEADs them, rank 0 LISTs them all, every rank DELETEs them
+  // (MdSample: create = PUT, stat = open = HEAD, unlink = DELETE, lists). Nothing is left behind,
+  // also after an error (an IoError on every rank).
+  std::function<MdSample(const PointConfig&, const std::string& dir, int files_per_rank,
+                         MPI_Comm comm)>
+      metadata_probe;
+  // The smallest block_size the backend accepts (s3: S3's 5 MiB part minimum); 0: any.
+  uint64_t min_block_size = 0;
   // Not empty: shuts the backend's library down while MPI still works (before MPI_Finalize):
   // what a failed phase left open is closed there, not from an MPI attribute callback inside
   // MPI_Finalize (shutdown_backends()).

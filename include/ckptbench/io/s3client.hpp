@@ -4,7 +4,6 @@
 // exponential backoff and full jitter for throttling and transient failures, per-kind request
 // counts and latencies, and the few XML elements S3 answers with. DESIGN: docs/backend-s3.md.
 #pragma once
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -26,6 +25,32 @@ inline constexpr uint64_t kMaxParts = 10000;             // parts of one upload
 // remainder its own part when it is at least kMinPart, else added to the last (which is then up
 // to part + kMinPart - 1 bytes). 1 for len <= part.
 uint64_t part_count(uint64_t len, uint64_t part);
+
+// Where an object's parts are, from what its writers send: the backend cuts a save with it and
+// `plan` counts requests with it (pure). A writer's run: bytes [start, end) of the object that one
+// writer sends. Sorted by offset, each run's range reaches to the next run's start (the first from
+// 0, the last to the object's end), so the ranges cover the object and a part never holds two
+// writers' bytes; consecutive runs of one writer are one range; parts are numbered in offset
+// order.
+struct WriterRun {
+  uint64_t start = 0, end = 0;
+  int writer = 0;
+};
+struct PartRange {
+  uint64_t start = 0, end = 0;
+  uint64_t first_part = 0;  // its first part's number - 1
+  uint64_t nparts = 0;
+  int writer = 0;
+};
+struct ObjectParts {
+  std::vector<PartRange> ranges;  // every writer's, in offset order
+  uint64_t parts = 1;             // of the whole object
+  bool single_put = false;        // one writer and one part: a plain PUT, no multipart upload
+  // Not empty: S3 would refuse the object (a writer's range below 5 MiB that is not the last,
+  // more than 10,000 parts) or writers overlap; says which writer, which bytes and the limit.
+  std::string error;
+};
+ObjectParts object_parts(std::vector<WriterRun> runs, uint64_t size, uint64_t part, int writers);
 
 // s3://BUCKET[/PREFIX]: the bucket and the key prefix the run's objects go under (no leading or
 // trailing '/'). Throws ConfigError naming `key` and what is allowed.
@@ -92,14 +117,6 @@ struct Request {
   void* headers = nullptr;
 };
 
-struct Stats {
-  std::array<uint64_t, kKinds> count{};
-  std::array<LatencyHistogram, kKinds> latency;
-  uint64_t retries = 0;    // attempts repeated after a transient failure
-  uint64_t throttled = 0;  // 503 SlowDown / 429 answers among them
-  uint64_t bytes_up = 0, bytes_down = 0;
-};
-
 class Client {
  public:
   Client(Settings s, Credentials c, std::string bucket);
@@ -125,7 +142,6 @@ class Client {
   // Where each request that succeeded (PhaseRecorder::request), each retry (Counter::retries)
   // and each throttling answer (Counter::throttled) is also recorded; null: nowhere.
   void set_recorder(PhaseRecorder* rec) { rec_ = rec; }
-  Stats stats;
 
  private:
   void launch(Request& r);

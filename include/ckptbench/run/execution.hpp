@@ -57,6 +57,9 @@ struct Prepared {
   std::optional<ReshardPlan> reshard;
   Parallelism restore_par;
   uint64_t reshard_files = 0;
+  // What the plan asks of an object store (BackendFactory::plan_requests: objects, parts,
+  // requests by kind); null for the file backends.
+  nlohmann::json requests;
 };
 // The point's plan on comm's ranks; the plan's limits are checked (estimate_plan) before it is
 // built.
@@ -90,8 +93,7 @@ std::vector<SavedPoint> check_saved_run(const RunConfig& cfg, const nlohmann::js
 // The point's extent alignment: `align` when set, else max(4096, the O_DIRECT alignment).
 uint64_t point_align(const PointConfig& pc, uint64_t dio_align);
 // The report's `plan` of a point.
-nlohmann::json plan_json(const IoPlan& plan, const PointConfig& pc, const Parallelism& par,
-                         uint64_t align);
+nlohmann::json plan_json(const Prepared& p, const PointConfig& pc, uint64_t align);
 // The report's `plan.restore` of a point restored at another parallelism (null otherwise): per
 // restoring rank, the saved files it opens and the bytes and reads it needs.
 nlohmann::json restore_plan_json(const Prepared& p, const PointConfig& pc);

@@ -21,6 +21,7 @@
 #include "ckptbench/io/backends/mpiio.hpp"
 #include "ckptbench/io/s3client.hpp"
 #include "ckptbench/mpi/agreement.hpp"
+#include "ckptbench/plan/transfer.hpp"
 
 namespace ckpt {
 
@@ -147,11 +148,10 @@ class S3Backend final : public Backend {
     if (!client_)
       client_ = std::make_unique<s3::Client>(settings_of(opt_), s3::load_credentials(opt_.profile),
                                              url_.bucket);
-    client_->stats = s3::Stats{};
     client_->set_recorder(ctx.rec);
     base_ = key_base(url_.prefix, ctx.run_dir, ctx.dir);
     files_.assign(ctx.io->files.size(), Obj{});
-    comms_ = std::make_unique<mpiio::FileComms>(ctx.comm, 0);
+    comms_ = std::make_unique<mpiio::FileComms>(ctx.comm, ctx.io->rank);
     done_.clear();
     gets_.assign(std::max<size_t>(1, ctx.pool->count()), s3::Request{});
     const size_t nbuf = static_cast<size_t>(std::max(1, cfg_.queue_depth)) + 1;
@@ -429,53 +429,20 @@ class S3Backend final : public Backend {
                       MPI_UINT64_T, o.comm, &req);
       wait_guarded(req, o.comm, *ctx_->stall, what);
     }
-    struct Run {
-      uint64_t start, end;
-      int writer;
-    };
-    std::vector<Run> runs;
+    std::vector<s3::WriterRun> runs;
     size_t at = 0;
     for (int k = 0; k < n; k++)
       for (int c = 0; c < counts[static_cast<size_t>(k)]; c += 2, at += 2)
-        runs.push_back(Run{all[at], all[at + 1], k});
-    std::sort(runs.begin(), runs.end(),
-              [](const Run& a, const Run& b) { return a.start < b.start; });
-    // Consecutive runs of one writer are one range (the hole between them is zeros): an object
-    // of one writer is one range, however its extents are padded.
-    std::vector<Run> merged;
-    for (const Run& r : runs)
-      if (!merged.empty() && merged.back().writer == r.writer && r.start >= merged.back().end)
-        merged.back().end = r.end;
-      else
-        merged.push_back(r);
-    runs.swap(merged);
+        runs.push_back(
+            s3::WriterRun{all[at], all[at + 1], n > 1 ? f.writers[static_cast<size_t>(k)] : k});
+    const int me_real = n > 1 ? f.writers[static_cast<size_t>(me)] : 0;
+    s3::ObjectParts parts = s3::object_parts(std::move(runs), f.size, cfg_.block_size, n);
+    if (!parts.error.empty()) throw IoError("s3: " + client_->where(o.key) + ": " + parts.error);
     o.ranges.clear();
-    uint64_t part = 0;
-    for (size_t k = 0; k < runs.size(); k++) {
-      const bool last = k + 1 == runs.size();
-      if (!last && runs[k].end > runs[k + 1].start)
-        throw IoError("s3: writers " + std::to_string(runs[k].writer) + " and " +
-                      std::to_string(runs[k + 1].writer) + " of " + client_->where(o.key) +
-                      " write overlapping bytes (internal)");
-      const uint64_t start = k == 0 ? 0 : runs[k].start;
-      const uint64_t end = last ? std::max(f.size, runs[k].end) : runs[k + 1].start;
-      if (!last && end - start < kMinPart)
-        throw IoError("s3: writer " + std::to_string(runs[k].writer) + "'s bytes " +
-                      std::to_string(start) + "-" + std::to_string(end) + " of " +
-                      client_->where(o.key) +
-                      " are fewer than S3's 5 MiB minimum for a part that is not the object's "
-                      "last (fewer writers per object, or a larger model)");
-      const uint64_t np = s3::part_count(end - start, cfg_.block_size);
-      if (runs[k].writer == me) o.ranges.push_back(Range{start, end, part, np});
-      part += np;
-    }
-    if (runs.empty() && n == 1) o.ranges.push_back(Range{0, f.size, 0, 1});  // nothing but size
-    if (part > kMaxParts)
-      throw IoError("s3: " + client_->where(o.key) + " needs " + std::to_string(part) +
-                    " parts of block_size " + std::to_string(cfg_.block_size) +
-                    "; S3 allows 10,000: raise 'block_size'");
-    o.total_parts = std::max<uint64_t>(part, 1);
-    o.single_put = n == 1 && o.total_parts == 1;
+    for (const auto& r : parts.ranges)
+      if (r.writer == me_real) o.ranges.push_back(Range{r.start, r.end, r.first_part, r.nparts});
+    o.total_parts = parts.parts;
+    o.single_put = parts.single_put;
     o.ri = 0;
     o.pos = o.ranges.empty() ? 0 : o.ranges[0].start;
     o.part = 0;
@@ -600,8 +567,6 @@ class S3Backend final : public Backend {
       list.push_back(it->second);
     }
     const std::string body = s3::complete_body(list);
-    if (const char* t = std::getenv("CKPT_S3_TRACE"); t != nullptr && *t == '1')
-      std::fprintf(stderr, "s3: complete %s: %s\n", o.key.c_str(), body.c_str());
     s3::Request r;
     r.kind = s3::Kind::complete;
     r.key = o.key;
@@ -755,6 +720,112 @@ std::string remove_data(const PointConfig& p, const std::string& run_dir, const 
          std::to_string(aborted) + " unfinished uploads aborted";
 }
 
+// The objects, parts and requests of a point's plan (`plan`, the report's plan section), checked
+// before any I/O: an object S3 would refuse (too many parts, a writer's range below 5 MiB that is
+// not the object's last) is a ConfigError naming the object, the limit and the key to change.
+nlohmann::json plan_requests(const IoPlan& plan, const PointConfig& p) {
+  struct Obj {
+    uint64_t size = 0;
+    int writers = 0;
+    std::string path;
+    std::vector<s3::WriterRun> runs;
+  };
+  std::map<uint32_t, Obj> objs;
+  uint64_t heads = 0;
+  for (const auto& r : plan.ranks)
+    for (const auto& f : r.files) {
+      Obj& o = objs[f.id];
+      o.size = f.size;
+      o.path = f.path;
+      o.writers = std::max<int>(1, static_cast<int>(f.writers.size()));
+      heads++;
+      for (const auto& e : f.extents) {
+        if (e.padded == 0) continue;
+        if (!o.runs.empty() && o.runs.back().writer == r.rank && o.runs.back().end == e.offset)
+          o.runs.back().end = e.offset + e.padded;
+        else
+          o.runs.push_back(s3::WriterRun{e.offset, e.offset + e.padded, r.rank});
+      }
+    }
+  uint64_t puts = 0, uploads = 0, parts = 0, max_parts = 0, shared = 0;
+  for (auto& [id, o] : objs) {
+    const s3::ObjectParts op = s3::object_parts(std::move(o.runs), o.size, p.block_size, o.writers);
+    if (!op.error.empty())
+      throw ConfigError("s3: layout '" + layout_name(p.layout.kind) + "', block_size " +
+                        std::to_string(p.block_size) + ": object '" + o.path + "': " + op.error);
+    if (op.single_put) {
+      puts++;
+      continue;
+    }
+    uploads++;
+    parts += op.parts;
+    max_parts = std::max(max_parts, op.parts);
+    if (o.writers > 1) shared++;
+  }
+  const TransferStats t = transfer_stats(plan, p.block_size, p.transfer);
+  return {
+      {"objects", objs.size()},
+      {"single_put_objects", puts},
+      {"multipart_objects", uploads},
+      {"shared_objects", shared},
+      {"parts", parts},
+      {"max_parts_per_object", max_parts},
+      {"save", {{"put", puts}, {"create_upload", uploads}, {"part", parts}, {"complete", uploads}}},
+      {"restore", {{"head", heads}, {"get", t.transfers}}},
+      {"clean_up", {{"list", 1 + objs.size() / 1000}, {"delete", objs.size()}}}};
+}
+
+// characterize's metadata stage on an object store (BackendFactory::metadata_probe): PUT, HEAD,
+// LIST and DELETE rates of empty objects below PREFIX/<dir's parent's name>/<dir's name>/, each
+// rank's requests one at a time (as a run creates, opens and removes its objects).
+MdSample metadata_probe(const PointConfig& p, const std::string& dir, int n, MPI_Comm comm) {
+  namespace fs = std::filesystem;
+  const S3Options o = parse_options(p);
+  const s3::Url u = s3::parse_url(o.url);
+  s3::Client client(settings_of(o), s3::load_credentials(o.profile), u.bucket);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const fs::path d(dir);
+  const std::string base = (u.prefix.empty() ? "" : u.prefix + "/") +
+                           d.parent_path().filename().string() + "/" + d.filename().string() + "/";
+  auto key = [&](int i) { return base + "f" + std::to_string(rank) + "." + std::to_string(i); };
+  auto each = [&](s3::Kind kind) {
+    return [&, kind] {
+      for (int i = 0; i < n; i++) {
+        s3::Request r;
+        r.kind = kind;
+        r.key = key(i);
+        client.run(r);
+      }
+    };
+  };
+  MdSample s;
+  s.files_per_rank = n;
+  s.ranks = size;
+  try {
+    s.create_s = timed_step(comm, each(s3::Kind::put));
+    s.stat_s = s.open_s = timed_step(comm, each(s3::Kind::head));
+    s.list_s = timed_step(comm, [&] {
+      if (rank != 0) return;
+      const size_t got = s3::list_keys(client, base).size();
+      if (got != static_cast<size_t>(n) * static_cast<size_t>(size))
+        throw IoError("s3: LIST of " + client.where(base) + " gave " + std::to_string(got) +
+                      " keys, " + std::to_string(n * size) + " were PUT");
+    });
+    s.lists = 1 + n * size / 1000;
+    s.unlink_s = timed_step(comm, each(s3::Kind::del));
+  } catch (...) {
+    // Whatever a rank made, removed by rank 0 once every rank is past the failed step.
+    if (rank == 0) try {
+        s3::remove_prefix(client, base);
+      } catch (const std::exception&) {  // the probe's error is the one to report
+      }
+    throw;
+  }
+  return s;
+}
+
 }  // namespace
 
 BackendFactory s3_backend() {
@@ -773,6 +844,9 @@ BackendFactory s3_backend() {
   f.objects = true;
   f.reach = reach;
   f.remove_data = remove_data;
+  f.plan_requests = plan_requests;
+  f.metadata_probe = metadata_probe;
+  f.min_block_size = kMinPart;
   f.stream_refusal = "";
   return f;
 }
