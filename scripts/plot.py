@@ -41,6 +41,9 @@ also gets, from its findings (means with their 95 % intervals as error bars):
   characterization_validation     the recommended config: predicted against measured save and
                             restore time (measured: median, whiskers min..max), and the
                             predicted times of every candidate layout
+A characterization of an object store (`characterization.store`, backend s3) says it in the
+store's words: part size for block size, requests in flight per rank for queue depth, one bar of
+object-store requests (no O_DIRECT), one object per rank.
 The report characterize rewrites while it searches (status "running", no findings yet) gets
 the transfer-size, queue-depth and backend figures of the probes so far (no knee or best).
 

@@ -6,12 +6,22 @@ plotstyle.Canvas, reports: the plotdata.Report objects) that draws its findings,
 not and returns False when no report has the finding. Intervals are the report's 95 % intervals
 of the mean. characterization() draws them all; one that meets an object not shaped as the
 schema says is skipped with a note.
+A characterization of an object store (its `store`: {"backend": "s3", "options"}) is drawn in
+the store's words (plotstyle.BACKEND_TERMS): a probe's block_size is the multipart part size,
+its queue_depth the requests in flight per rank, and O_DIRECT does not apply ("s3, 8 in
+flight", "part size (s3 multipart upload; ...)", "requests in flight per rank (s3; ...)"); a
+file system's as before ("posix, O_DIRECT, QD 8", "block size (bytes per transfer, ...)").
 """
 
 import re
 
 from ckptreport import PHASES, get, num, rep_values
-from plotstyle import clean, fmt_bytes, fmt_value, shown
+from plotstyle import BACKEND_TERMS, clean, fmt_bytes, fmt_value, shown
+
+# The config key each curve sweeps, and what an object store's axis adds to its words
+# (BACKEND_TERMS') for it: (after the store's name, after the log2 note).
+CURVE_KEYS = {"transfer_size": ("block_size", " multipart upload", "; K = KiB, M = MiB"),
+              "queue_depth": ("queue_depth", "", "")}
 
 
 def config_bytes(v):
@@ -31,6 +41,23 @@ def characterizations(reports):
 def char_prefix(chars, report):
     """The report's label and ': ' when several characterizations are drawn together."""
     return f"{report.label}: " if len(chars) > 1 else ""
+
+
+def store_of(ch):
+    """The object store a characterization measured (its `store.backend`, e.g. "s3"), else None
+    (a file system)."""
+    b = get(ch, "store", "backend")
+    return clean(b, 20) if isinstance(b, str) and b else None
+
+
+def store_path(backend, block_size=None, queue_depth=None):
+    """A data path on an object store in its words, the settings not None: "s3, 10M parts, 16 in
+    flight" (no O_DIRECT or buffered: neither applies)."""
+    return ", ".join(x for x in (
+        clean(backend if backend is not None else "?", 20),
+        f"{fmt_value('block_size', block_size)} parts" if block_size is not None else None,
+        f"{fmt_value('queue_depth', queue_depth)} in flight" if queue_depth is not None else None)
+        if x)
 
 
 def probe_entries(ch, stage):
@@ -65,12 +92,11 @@ def ci(stats):
     return (m, m - lo if lo is not None else 0.0, hi - m if hi is not None else 0.0)
 
 
-def char_curve(plot, reports, name, finding, x_label, x_fmt, knee_key, best_key, knee_text, what):
-    """A finding's curve (transfer size, queue depth): mean save and restore GiB/s with their
-    95 % intervals against x (log2 axis), the knee and the best marked."""
-    chars = characterizations(reports)
+def curve_series(plot, reports, name, finding):
+    """[(report, finding object, [(x, save ci, restore ci)] by x, store or None)] of the reports
+    with the finding's curve; one that says why it has none is noted."""
     series = []
-    for r, ch in chars:
+    for r, ch in characterizations(reports):
         f = get(ch, "findings", finding)
         if "findings" not in ch:
             # Written while the search ran: the stage's probes so far, no knee or best yet.
@@ -95,20 +121,56 @@ def char_curve(plot, reports, name, finding, x_label, x_fmt, knee_key, best_key,
             if x is not None and x > 0 and s and rr:
                 rows.append((x, s, rr))
         if rows:
-            series.append((r, f, sorted(rows, key=lambda t: t[0])))
+            series.append((r, f, sorted(rows, key=lambda t: t[0]), store_of(ch)))
+    return series
+
+
+def curve_label(f, store):
+    """A curve's data path (the settings it holds fixed): "posix, O_DIRECT, QD 8", or on an
+    object store "s3, 8 in flight"."""
+    if store is not None:
+        return store_path(f.get("backend", "?"),
+                          f["block_size"] if f.get("block_size") is not None else None,
+                          f["queue_depth"] if num(f.get("queue_depth")) is not None else None)
+    return ", ".join(str(v) for v in (
+        clean(f.get("backend", "?"), 20),
+        "O_DIRECT" if f.get("direct") is True else "buffered",
+        f"bs {fmt_value('block_size', f['block_size'])}" if "block_size" in f else None,
+        f"QD {f['queue_depth']}" if num(f.get("queue_depth")) is not None else None)
+        if v is not None)
+
+
+def curve_words(finding, x_label, what, stores):
+    """(x axis title, figure title) of a curve: a file system's x_label and what; an object
+    store's words alone when every curve is a store's ("part size (s3 multipart upload; log2
+    axis; K = KiB, M = MiB)", "characterization: bandwidth vs part size (s3)"), added after
+    x_label when file systems share the axis ("... / part size (s3 multipart upload)")."""
+    named = sorted({s for s in stores if s is not None})
+    if not named:
+        return x_label, what
+    key, after_name, after_log = CURVE_KEYS[finding]
+    words = BACKEND_TERMS[key][2]
+    own = f"{words} ({', '.join(named)}{after_name}"
+    if None in stores:
+        return f"{x_label} / {own})", what
+    return (f"{own}; log2 axis{after_log})",
+            f"characterization: bandwidth vs {words} ({', '.join(named)})")
+
+
+def char_curve(plot, reports, name, finding, x_label, x_fmt, knee_key, best_key, knee_text, what):
+    """A finding's curve (transfer size, queue depth): mean save and restore GiB/s with their
+    95 % intervals against x (log2 axis), the knee and the best marked; an object store's in
+    its words (curve_label, curve_words)."""
+    series = curve_series(plot, reports, name, finding)
     if not series:
         plot.note(f"skipped {name}: no characterization report has a {finding} curve")
         return False
-    xs = sorted({x for _, _, rows in series for x, _, _ in rows})
+    x_label, what = curve_words(finding, x_label, what, [t[3] for t in series])
+    xs = sorted({x for _, _, rows, _ in series for x, _, _ in rows})
     fig, axes = plot.figure(1, 2, (13, 5.2), sharex=True)
-    for k, (r, f, rows) in enumerate(series):
+    for k, (r, f, rows, store) in enumerate(series):
         colour = f"C{k % 10}"
-        path = ", ".join(str(v) for v in (
-            clean(f.get("backend", "?"), 20),
-            "O_DIRECT" if f.get("direct") is True else "buffered",
-            f"bs {fmt_value('block_size', f['block_size'])}" if "block_size" in f else None,
-            f"QD {f['queue_depth']}" if num(f.get("queue_depth")) is not None else None)
-            if v is not None)
+        path = curve_label(f, store)
         pre = shown(char_prefix(series, r))
         if f.get("partial"):
             path += " (so far: the search had not ended)"
@@ -203,45 +265,65 @@ def char_bars(ax, cats, bars):
 
 def characterization_backends(plot, reports):
     """Stage backend: every backend buffered and with O_DIRECT, mean save and restore GiB/s
-    with their 95 % intervals; a probe that did not run says why."""
+    with their 95 % intervals; a probe that did not run says why. An object store's backend
+    has one bar (no O_DIRECT, no page cache): alone, labelled as a store; beside a file
+    system's, in its buffered place, the O_DIRECT one saying it does not apply."""
     name = "characterization_backends"
     chars = characterizations(reports)
-    cats, vals, paths = [], {}, set()
+    cats, vals, paths, stores, store_cats = [], {}, set(), set(), set()
     for r, ch in chars:
         pts = get(ch, "findings", "backend", "points")
         if "findings" not in ch:
             pts = probe_entries(ch, "backend")  # the search had not ended
         if not isinstance(pts, list):
             continue
+        store = store_of(ch)
         for e in pts:
             if not isinstance(e, dict) or not isinstance(e.get("backend"), str):
                 continue
             cat = char_prefix(chars, r) + clean(e["backend"], 30)
+            if store is not None:
+                cat += " (object store)"
+                stores.add(store)
+                store_cats.add(cat)
             if cat not in cats:
                 cats.append(cat)
-            d = "direct" if e.get("direct") is True else "buffered"
-            paths.add((fmt_value("block_size", e.get("block_size")), str(e.get("queue_depth"))))
+            d = "direct" if e.get("direct") is True and store is None else "buffered"
+            paths.add((fmt_value("block_size", e.get("block_size")), str(e.get("queue_depth")))
+                      + ((store,) if store is not None else ()))
             for phase in PHASES:
                 got = ci(get(e, f"{phase}_GiBps"))
                 why = ": ".join(str(x) for x in (e.get("status") or "no data",
                                                  e.get("reason")) if x)
                 vals[(cat, d, phase)] = got if got else clean(why, 60)
+                if store is not None:
+                    vals[(cat, "direct", phase)] = "O_DIRECT: not applicable (object store)"
     if not cats:
         plot.note(f"skipped {name}: no characterization report has backend probes")
         return False
+    only_stores = store_cats == set(cats)
     fig, axes = plot.figure(1, 2, (max(11, 2.2 * len(cats) + 5), 5.2))
-    setting = (f"{paths.copy().pop()[0]} transfers, queue depth {paths.copy().pop()[1]}"
-               if len(paths) == 1 else "transfer size and queue depth as in the report")
+    path = paths.copy().pop() if len(paths) == 1 else None
+    if path is None:
+        setting = ("part/transfer size, requests in flight/QD as in the reports" if stores
+                   else "transfer size and queue depth as in the report")
+    elif len(path) == 3:  # an object store's
+        setting = f"{path[0]} parts, {path[1]} in flight per rank"
+    else:
+        setting = f"{path[0]} transfers, queue depth {path[1]}"
     for col, phase in enumerate(PHASES):
         ax = axes[0][col]
         char_bars(ax, [shown(c, 40) for c in cats], [
+            ("object store requests", "C0", None, [vals.get((c, "buffered", phase)) for c in cats])
+        ] if only_stores else [
             ("buffered", "C0", None, [vals.get((c, "buffered", phase)) for c in cats]),
             ("O_DIRECT", "C1", "//", [vals.get((c, "direct", phase)) for c in cats])])
         ax.set_xlabel("backend")
         ax.set_ylabel(f"{phase} bandwidth (GiB/s)")
         ax.set_title(f"{phase}: mean, bars = 95 % interval ({shown(setting, 60)})", fontsize=9)
     axes[0][1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    plot.finish(fig, name, "characterization: backend x O_DIRECT")
+    plot.finish(fig, name, f"characterization: backend ({', '.join(sorted(stores))}, an object "
+                "store)" if only_stores else "characterization: backend x O_DIRECT")
     return True
 
 
@@ -251,6 +333,7 @@ def characterization_ceilings(plot, reports):
     misalignment penalty), each mean save and restore GiB/s with 95 % intervals."""
     name = "characterization_ceilings"
     chars = characterizations(reports)
+    stores = {store_of(ch) for _, ch in chars if isinstance(get(ch, "findings", "ceilings"), dict)}
     cats, ceil = [], {}
     mis_cats, mis, ratios = [], {}, {}
     for r, ch in chars:
@@ -298,8 +381,9 @@ def characterization_ceilings(plot, reports):
             char_bars(ax, [shown_lines(c) for c in pcats], [
                 ("save", "C0", None, [ceil[c]["save"] for c in pcats]),
                 ("restore", "C1", None, [ceil[c]["restore"] for c in pcats])])
-            ax.set_xlabel("who wrote and read at once (the chosen data path, one file per "
-                          "rank)")
+            each = ("one object" if stores and None not in stores else
+                    "one file or object" if len(stores) > 1 else "one file")
+            ax.set_xlabel(f"who wrote and read at once (the chosen data path, {each} per rank)")
             ax.set_title("ceilings: mean, bars = 95 % interval", fontsize=9)
         else:
             top = char_bars(ax, [shown_lines(c) for c in pcats], [
@@ -311,7 +395,8 @@ def characterization_ceilings(plot, reports):
                          "the penalty", fontsize=9)
         ax.set_ylabel("bandwidth (GiB/s)")
         ax.legend(fontsize=8, loc="upper left")
-    plot.finish(fig, name, "characterization: ceilings and misaligned regions")
+    plot.finish(fig, name, "characterization: ceilings" if not mis_cats and None not in stores
+                else "characterization: ceilings and misaligned regions")
     return True
 
 
@@ -349,13 +434,13 @@ def characterization_validation(plot, reports):
                            num(get(v, f"{phase}_ratio")),
                            get(v, f"{phase}_within_15pct"))
         if vals:
-            rows.append((r, rec, v, vals, get(ch, "candidates")))
+            rows.append((r, rec, v, vals, get(ch, "candidates"), store_of(ch)))
     if not rows:
         plot.note(f"skipped {name}: no characterization report has a check run of its "
                   "recommendation")
         return False
     fig, axes = plot.figure(len(rows), 2, (13, 4.8 * len(rows) + 0.6))
-    for row, (r, rec, v, vals, cands) in enumerate(rows):
+    for row, (r, rec, v, vals, cands, store) in enumerate(rows):
         pre = char_prefix(rows, r)
         ax = axes[row][0]
         phases = [ph for ph in PHASES if ph in vals]
@@ -372,11 +457,15 @@ def characterization_validation(plot, reports):
         ax.set_ylim(0, top * 1.3)
         ax.set_ylabel("time (s)")
         cfg = get(rec, "config") if isinstance(get(rec, "config"), dict) else {}
-        path = ", ".join(x for x in (
-            clean(rec.get("layout", "?"), 30), clean(cfg.get("backend", "?"), 20),
-            "O_DIRECT" if cfg.get("direct") is True else "buffered",
-            fmt_value("block_size", cfg.get("block_size")),
-            f"QD {cfg.get('queue_depth')}") if x)
+        if store is None:
+            path = ", ".join(x for x in (
+                clean(rec.get("layout", "?"), 30), clean(cfg.get("backend", "?"), 20),
+                "O_DIRECT" if cfg.get("direct") is True else "buffered",
+                fmt_value("block_size", cfg.get("block_size")),
+                f"QD {cfg.get('queue_depth')}") if x)
+        else:  # an object store: part size and requests in flight, no O_DIRECT
+            path = clean(rec.get("layout", "?"), 30) + ", " + store_path(
+                cfg.get("backend", "?"), cfg.get("block_size"), cfg.get("queue_depth"))
         n, world = num(v.get("repetitions")), num(get(rec, "world"))
         sub = "predicted" + (f" for {world:g} ranks" if world else "") + (
             f", measured on this job ({n:g} repetitions)" if n else ", measured on this job")

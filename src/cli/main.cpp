@@ -724,6 +724,9 @@ void add_run(CLI::App& app, RunArgs& a) {
                   "With --phases restore: the run directory a --phases save job printed, or that "
                   "job's report (its environment.run_dir); the save job's config is used unless "
                   "--config is given");
+  run->add_flag("--remove-saved", a.opt.remove_saved,
+                "With --phases restore --from: once the restore ended well, remove the saved run "
+                "(its directory, and its objects with backend s3); kept when it failed");
   run->add_option("--read-dir", a.opt.read_dir,
                   "With --phases restore: read every file of an existing checkpoint directory "
                   "(safetensors shards, a DeepSpeed global_stepN/, a DCP checkpoint...) with the "

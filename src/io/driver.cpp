@@ -310,7 +310,13 @@ class Driver {
           open_file(i);
         }
         const FileSpec& f = files_[i];
-        if (!cursor) cursor.emplace(f, ctx_.cfg->block_size, ctx_.cfg->transfer, !save_);
+        // An object store's client reads a framed file as one stream (s3torchconnector's reader
+        // under DLIO's torch.load: the object in order), not as the framework's buffered reader
+        // asks for it: the restore reads its runs in block_size ranges.
+        const bool streamed = !save_ && caps_.objects && !f.read_reqs.empty();
+        if (!cursor)
+          cursor.emplace(f, ctx_.cfg->block_size,
+                         streamed ? TransferMode::stream : ctx_.cfg->transfer, !save_, !streamed);
         Transfer t;
         if (!cursor->next(t)) {
           st_[i].submitted_all = true;

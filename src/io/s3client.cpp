@@ -588,6 +588,12 @@ void Client::cancel_all() noexcept {
 
 std::vector<std::string> list_keys(Client& c, const std::string& prefix) {
   std::vector<std::string> keys;
+  for (auto& [k, size] : list_objects(c, prefix)) keys.push_back(std::move(k));
+  return keys;
+}
+
+std::vector<std::pair<std::string, uint64_t>> list_objects(Client& c, const std::string& prefix) {
+  std::vector<std::pair<std::string, uint64_t>> objs;
   std::string token;
   for (;;) {
     Request r;
@@ -595,13 +601,19 @@ std::vector<std::string> list_keys(Client& c, const std::string& prefix) {
     r.query = (token.empty() ? "" : "continuation-token=" + encode(token, false) + "&") +
               "list-type=2&prefix=" + encode(prefix, false);
     c.run(r);
-    for (auto& k : xml_values(r.response, "Key")) keys.push_back(std::move(k));
+    auto keys = xml_values(r.response, "Key");
+    const auto sizes = xml_values(r.response, "Size");
+    if (sizes.size() != keys.size())
+      throw IoError("s3: LIST " + c.where(prefix) + " answered " + std::to_string(keys.size()) +
+                    " keys with " + std::to_string(sizes.size()) + " sizes");
+    for (size_t i = 0; i < keys.size(); i++)
+      objs.emplace_back(std::move(keys[i]), std::strtoull(sizes[i].c_str(), nullptr, 10));
     const auto trunc = xml_values(r.response, "IsTruncated");
     const auto next = xml_values(r.response, "NextContinuationToken");
     if (trunc.empty() || trunc[0] != "true" || next.empty()) break;
     token = next[0];
   }
-  return keys;
+  return objs;
 }
 
 std::vector<std::pair<std::string, std::string>> list_uploads(Client& c,

@@ -32,10 +32,10 @@ TransferMode default_transfer_mode(LayoutKind k) {
 }
 
 TransferCursor::TransferCursor(const FileSpec& f, uint64_t block_size, TransferMode mode,
-                               bool reading)
+                               bool reading, bool framed)
     : f_(&f), bs_(std::max<uint64_t>(block_size, 1)), mode_(mode) {
   const auto& r = reading ? f.read_reqs : f.write_reqs;
-  if (!r.empty()) reqs_ = &r;
+  if (!r.empty() && framed) reqs_ = &r;
 }
 
 bool TransferCursor::next_request(Transfer& t) {

@@ -104,6 +104,36 @@ void agree_on_config(MPI_Comm comm, const std::string& parse_error, const json& 
 
 namespace {
 
+// --remove-saved, after a restore job --from a saved run that ended well (rank 0): the store's
+// objects (s3), then the run directory. Returns the report's fields saying so (what could not be
+// removed is also said on stderr).
+json remove_saved_run(const RunConfig& cfg, const std::string& run_dir) {
+  remove_run_data(cfg, run_dir);
+  try {
+    remove_tree(run_dir, std::filesystem::path(run_dir).parent_path().string());
+    return {{"saved_run_removed", run_dir}};
+  } catch (const Error& e) {
+    std::fprintf(stderr,
+                 "ckptbench: warning: the saved run '%s' could not be removed: %s; remove it by "
+                 "hand\n",
+                 run_dir.c_str(), e.what());
+    return {{"run_dir_left", {{"path", run_dir}, {"error", e.what()}}}};
+  }
+}
+
+// Rank 0, at the end of a run: what it leaves of its data. A save and restore in one job removes
+// a store's leftovers (s3: uploads a lifecycle left) and the run directory if empty (never what
+// it did not make); a restore job with --remove-saved that ended well, the saved run. Returns
+// the report's fields that say what was removed or left.
+json leave_run_data(const RunConfig& cfg, const RunOptions& opt, const std::string& run_dir,
+                    int exit_code) {
+  if (!cfg.keep && opt.phases == Phases::both) {
+    remove_run_data(cfg, run_dir);
+    remove_empty_run_dir(run_dir);
+  }
+  return opt.remove_saved && exit_code == 0 ? remove_saved_run(cfg, run_dir) : json::object();
+}
+
 // Plans every point and checks the report path: bad input found before any file is created.
 // Returns the bytes the target must hold.
 uint64_t preflight(const RunConfig& cfg, const RunOptions& opt, const std::string& target,
@@ -122,6 +152,10 @@ uint64_t preflight(const RunConfig& cfg, const RunOptions& opt, const std::strin
       throw ConfigError("--read-assign applies to --read-dir only");
     if (!opt.read_dir.empty() && !opt.from_dir.empty())
       throw ConfigError("give --from or --read-dir, not both");
+    if (opt.remove_saved && opt.from_dir.empty())
+      throw ConfigError(
+          "--remove-saved applies to --phases restore --from RUN_DIR only (never to --read-dir, "
+          "whose checkpoint is not this tool's to remove)");
     if (!opt.read_dir.empty())
       for (const auto& pc : cfg.points) {
         if (const auto& bf = find_backend(pc.backend); !bf.read_only_refusal.empty())
@@ -503,12 +537,10 @@ RunResult run_benchmark(const RunConfig& cfg, const RunOptions& opt, MPI_Comm co
   MPI_Comm_dup(comm, &rs.framework_comm);
   Watchdog watchdog(deadline, cfg.timeout_s, rank);
   run_points(rs, on_signal, watchdog, res);
-  if (!cfg.keep && rank == 0 && opt.phases == Phases::both) {
-    remove_run_data(cfg, run_dir);  // a store's leftovers (s3: uploads a lifecycle left)
-    remove_empty_run_dir(run_dir);  // only if empty: never deletes what we did not make
-  }
+  const json left = rank == 0 ? leave_run_data(cfg, opt, run_dir, res.exit_code) : json::object();
   {
     auto g = live_lock(rs);
+    doc.update(left);
     doc["finished_at"] = utc_now();
   }
   // rs ends before the watcher does: from here on it reads the document alone.

@@ -3,6 +3,7 @@
 // as the save job planned it (its world, node map and alignment).
 #include <sys/stat.h>
 
+#include <functional>
 #include <map>
 
 #include "ckptbench/base/error.hpp"
@@ -60,6 +61,30 @@ std::string backend_mismatch(const std::string& saved, const std::string& here) 
          (saved_why.empty() ? here_why : saved_why) + "); restore with \"backend\": \"" +
          text_excerpt(saved, 100) + "\"";
 }
+// A saved point's objects in the store: each file of the plan present with its size (ConfigError
+// naming the first that is not, or what the store answered).
+void check_stored(const std::function<std::map<std::string, uint64_t>(
+                      const PointConfig&, const std::string&, const std::string&)>& stored,
+                  const PointConfig& pc, const std::string& run_dir, const std::string& dir,
+                  const std::map<uint32_t, const FileSpec*>& files, const std::string& pw) {
+  std::map<std::string, uint64_t> have;
+  try {
+    have = stored(pc, run_dir, run_dir + "/" + dir);
+  } catch (const std::exception& e) {
+    throw ConfigError("--from '" + run_dir + "', " + pw + ": the saved objects could not be " +
+                      "listed: " + e.what());
+  }
+  for (const auto& [id, f] : files) {
+    const auto it = have.find(f->path);
+    if (it == have.end())
+      throw ConfigError("--from '" + run_dir + "', " + pw + ": saved object '" + dir + "/" +
+                        f->path + "' is missing in the " + pc.backend + " store");
+    if (it->second != f->size)
+      throw ConfigError("--from '" + run_dir + "', " + pw + ": saved object '" + dir + "/" +
+                        f->path + "' has " + std::to_string(it->second) + " bytes, the plan " +
+                        std::to_string(f->size) + " (changed since the save)");
+  }
+}
 }  // namespace
 
 std::vector<SavedPoint> check_saved_run(const RunConfig& cfg, const json& manifest,
@@ -101,6 +126,12 @@ std::vector<SavedPoint> check_saved_run(const RunConfig& cfg, const json& manife
     std::map<uint32_t, const FileSpec*> files;
     for (const auto& r : p.plan.ranks)
       for (const auto& f : r.files) files.emplace(f.id, &f);
+    // A store's objects (s3): listed once, each present with the planned size.
+    if (const auto& stored = find_backend(pc.backend).stored_sizes) {
+      check_stored(stored, pc, run_dir, s.dir, files, pw);
+      out.push_back(std::move(s));
+      continue;
+    }
     for (const auto& [id, f] : files) {
       const std::string path = run_dir + "/" + s.dir + "/" + f->path;
       struct stat st {};

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A fault-injecting HTTP proxy in front of an S3 endpoint, for tests/cli/test_s3.sh.
+"""A fault-injecting HTTP proxy in front of an S3 endpoint, for tests/cli/test_s3_faults.sh.
 
     s3_proxy.py PORT UPSTREAM_PORT MODE
 

@@ -36,7 +36,12 @@
 #    cache), a posix point as before; axis titles name the part size and requests in flight; the
 #    requests figure (latency and count by request kind); compare.py's requests by kind (counts,
 #    p50 ratios where both reports have the kind, retries and throttled); requests of the wrong
-#    types are passed over.
+#    types are passed over;
+#  - a characterization of an object store (tests/cli/data/char-s3.json, a real `ckptbench
+#    characterize` of s3 on 2 ranks; `store` in its characterization): it validates against the
+#    schema; plot.py draws its characterization figures in the store's words (part size, requests
+#    in flight, "s3, 8 in flight", no buffered/O_DIRECT/QD/block size), and pooled with a file
+#    system's (results/characterize-example.json) both in their own words on the shared axes.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 need_binary
 PY="$(python_with matplotlib)" ||
@@ -890,8 +895,13 @@ else bad "ckptreport.py csv -o into a missing directory: $(ls -A "$work/csvdir/n
 # phase's requests by kind and counters.retries/throttled, and cache.method "not applicable".
 S3R="$SRC/tests/cli/data/s3-vs-posix.json"
 JS="$(python_with jsonschema)" || JS=""
-if [ -n "$JS" ]; then
-  check="$("$JS" - "$SRC/docs/report.schema.json" "$S3R" <<'EOF' 2>&1
+# schema_check FILE: an ok or bad line for a report of tests/cli/data against the schema.
+schema_check() {
+  local check name="tests/cli/data/$(basename "$1")"
+  if [ -z "$JS" ]; then
+    echo "note: no python3 with jsonschema; $name is not validated here"; return
+  fi
+  check="$("$JS" - "$SRC/docs/report.schema.json" "$1" <<'EOF' 2>&1
 import json, sys
 import jsonschema
 v = jsonschema.Draft7Validator(json.load(open(sys.argv[1])))
@@ -902,11 +912,10 @@ seen = sorted({"/".join("*" if isinstance(k, int) else str(k) for k in e.absolut
 print(f"{len(errs)} error(s): " + "; ".join(seen[:6]) if errs else "valid")
 EOF
 )"
-  if [ "$check" = valid ]; then ok "tests/cli/data/s3-vs-posix.json validates against docs/report.schema.json"
-  else bad "tests/cli/data/s3-vs-posix.json vs docs/report.schema.json: $check"; fi
-else
-  echo "note: no python3 with jsonschema; tests/cli/data/s3-vs-posix.json is not validated here"
-fi
+  if [ "$check" = valid ]; then ok "$name validates against docs/report.schema.json"
+  else bad "$name vs docs/report.schema.json: $check"; fi
+}
+schema_check "$S3R"
 # Variants: B with every request twice as slow, a kind only B has (list) and retries and throttled
 # answers in its restores; Q with queue depth 4 and 8 and posix's cache swept (none, fadvise);
 # N without params (labels from the config); H with requests of the wrong types.
@@ -1042,6 +1051,64 @@ if [ "$code" -eq 0 ] && [ "$code2" -eq 0 ] && [ "$code3" -eq 0 ] &&
    grep -qE '^  restore +get +14 ' <<< "$out3" && ! grep -q -- '-1\.000' <<< "$out3"; then
   ok "plot.py and compare.py pass over requests of the wrong types (exit 0, no traceback)"
 else bad "requests of the wrong types: plot.py exit $code: $out / compare.py exit $code2, $code3: $(head -c 600 <<< "$out2$out3")"; fi
+
+# ---- 12. a characterization of an object store: tests/cli/data/char-s3.json, the report of a
+# real `ckptbench characterize` of backend s3 (2 ranks, against scripts/ceph/local-rgw.sh's
+# gateway, which this test cannot start; unchanged since). Its characterization has `store`
+# {backend s3, options}; a probe's block_size is the part size, queue_depth the requests in
+# flight per rank, every probe buffered (O_DIRECT does not apply), no stripes nor region_align.
+# plot.py says so in the store's words; pooled with a file system's characterization
+# (results/characterize-example.json), each in its own words, the shared axes naming both.
+CS3="$SRC/tests/cli/data/char-s3.json"
+schema_check "$CS3"
+out="$("$PY" "$SRC/scripts/plot.py" "$CS3" --out "$work/figcs3" --format svg 2>&1)"; code=$?
+missing=""
+for fig in transfer_size queue_depth backends ceilings validation; do
+  grep -q '<svg' "$work/figcs3/characterization_$fig.svg" 2> /dev/null || missing="$missing $fig"
+done
+if [ "$code" -eq 0 ] && [ -z "$missing" ] && ! grep -q Traceback <<< "$out"; then
+  ok "plot.py on an s3 characterization: its five characterization figures"
+else bad "plot.py on tests/cli/data/char-s3.json: exit $code, missing:$missing: $out"; fi
+svgok=1
+for want in "transfer_size:s3, 8 in flight" \
+            "transfer_size:part size (s3 multipart upload; log2 axis; K = KiB, M = MiB)" \
+            "transfer_size:char-s3: characterization: bandwidth vs part size (s3)" \
+            "transfer_size:knee 8M: smallest within 5 % of the best save" \
+            "queue_depth:s3, 8M parts" "queue_depth:requests in flight per rank (s3; log2 axis)" \
+            "queue_depth:char-s3: characterization: bandwidth vs requests in flight per rank (s3)" \
+            "backends:s3 (object store)" "backends:object store requests" \
+            "backends:save: mean, bars = 95 % interval (8M parts, 8 in flight per rank)" \
+            "backends:char-s3: characterization: backend (s3, an object store)" \
+            "ceilings:who wrote and read at once (the chosen data path, one object per rank)" \
+            "ceilings:char-s3: characterization: ceilings" \
+            "validation:recommended: aggregated-rank, s3, 8M parts, 1 in flight"; do
+  grep -qF -- "<!-- ${want#*:} -->" "$work/figcs3/characterization_${want%%:*}.svg" ||
+    { svgok=0; bad "s3 characterization, characterization_${want%%:*}.svg: no text '${want#*:}'"; }
+done
+fs_words="$(grep -h -o '<!-- [^>]* -->' "$work"/figcs3/characterization_*.svg |
+            grep -E 'buffered|O_DIRECT|QD |bs |block size|queue depth|per transfer|one file|misalign')"
+if [ -n "$fs_words" ]; then
+  svgok=0; bad "s3 characterization figures in a file system's words: $(head -3 <<< "$fs_words")"
+fi
+[ $svgok -eq 1 ] && ok "plot.py: an s3 characterization in its words (part size, requests in flight, 's3, 8 in flight'; no buffered, O_DIRECT, QD, block size)"
+out="$("$PY" "$SRC/scripts/plot.py" "$CS3" "$SRC/results/characterize-example.json" \
+    --out "$work/figcs3p" --format svg 2>&1)"; code=$?
+svgok=1
+for want in "transfer_size:char-s3: s3, 8 in flight" "transfer_size:characterize-example: posix, O_DIRECT, QD 8" \
+            "transfer_size:block size (bytes per transfer, log2 axis; K = KiB, M = MiB) / part size (s3 multipart upload)" \
+            "queue_depth:char-s3: s3, 8M parts" "queue_depth:characterize-example: io_uring, O_DIRECT, bs 16M" \
+            "queue_depth:queue depth (transfers in flight per rank, log2 axis) / requests in flight per rank (s3)" \
+            "backends:char-s3: s3 (object store)" "backends:O_DIRECT: not applicable (object store)" \
+            "backends:buffered" "backends:O_DIRECT" "backends:characterize-example: posix" \
+            "ceilings:who wrote and read at once (the chosen data path, one file or object per rank)" \
+            "validation:char-s3: recommended: aggregated-rank, s3, 8M parts, 1 in flight" \
+            "validation:characterize-example: recommended: shared-file, posix, O_DIRECT, 16M, QD 8"; do
+  grep -qF -- "<!-- ${want#*:} -->" "$work/figcs3p/characterization_${want%%:*}.svg" ||
+    { svgok=0; bad "s3 and posix characterizations, characterization_${want%%:*}.svg: no text '${want#*:}'"; }
+done
+if [ "$code" -eq 0 ] && [ $svgok -eq 1 ] && ! grep -q Traceback <<< "$out"; then
+  ok "plot.py pools an s3 and a posix characterization, each in its words, the shared axes naming both"
+else bad "plot.py char-s3.json characterize-example.json: exit $code: $out"; fi
 
 # ---- 10. the characterization report (run in the background since section 1): its lines
 # and counts

@@ -1,5 +1,5 @@
 // The S3 client's pure pieces: URLs, credentials files, part counts, XML answers, key encoding;
-// and the s3 backend's config checks. Requests against a real gateway: tests/cli/test_s3.sh.
+// and the s3 backend's config checks. Requests against a real gateway: tests/cli/test_s3_*.sh.
 #include <gtest/gtest.h>
 
 #include <cstdlib>

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <span>
@@ -211,6 +212,12 @@ struct BackendFactory {
   // ConfigError where the store would refuse the plan (S3's part limits), naming the key to
   // change; the run calls it for every point before any I/O.
   std::function<nlohmann::json(const IoPlan&, const PointConfig&)> plan_requests;
+  // Not empty: the backend keeps the files outside the run directory (s3): what is stored for
+  // `dir` (a saved point's directory below run_dir), relative path -> bytes, for a restore job's
+  // check of the saved run before any I/O (one listing). Throws IoError.
+  std::function<std::map<std::string, uint64_t>(const PointConfig&, const std::string& run_dir,
+                                                const std::string& dir)>
+      stored_sizes;
   // Not empty: the store's metadata operations are requests (s3), measured by this instead of
   // the file system's md_probe (characterize's metadata stage), collective on comm: every rank
   // PUTs files_per_rank empty objects below a prefix named after `dir` (a directory below the

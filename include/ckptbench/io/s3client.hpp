@@ -175,6 +175,8 @@ std::string encode(const std::string& s, bool keep_slash);
 // Every object key below prefix (ListObjectsV2, paged) and every multipart upload (key, upload id)
 // still open below it (ListMultipartUploads). Throw IoError.
 std::vector<std::string> list_keys(Client& c, const std::string& prefix);
+// The same listing with each object's size (bytes).
+std::vector<std::pair<std::string, uint64_t>> list_objects(Client& c, const std::string& prefix);
 std::vector<std::pair<std::string, std::string>> list_uploads(Client& c, const std::string& prefix);
 // Aborts every open multipart upload and deletes every object below prefix; returns how many of
 // each. Throws IoError on the first failure.

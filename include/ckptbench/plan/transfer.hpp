@@ -36,10 +36,12 @@ struct Transfer {
 };
 
 // Walks one file's transfers in order. A framed file (FileSpec::write_reqs/read_reqs) gives its
-// requests instead, `reading` choosing the restore's, each cut at kMaxFramedRequest.
+// requests instead, `reading` choosing the restore's, each cut at kMaxFramedRequest; with
+// `framed` false its extents are cut as any file's.
 class TransferCursor {
  public:
-  TransferCursor(const FileSpec& f, uint64_t block_size, TransferMode mode, bool reading = false);
+  TransferCursor(const FileSpec& f, uint64_t block_size, TransferMode mode, bool reading = false,
+                 bool framed = true);
   // The next transfer; false when the file is done.
   bool next(Transfer& t);
 
@@ -59,8 +61,8 @@ class TransferCursor {
 
 template <class Fn>
 void for_each_transfer(const FileSpec& f, uint64_t block_size, TransferMode mode, Fn&& fn,
-                       bool reading = false) {
-  TransferCursor c(f, block_size, mode, reading);
+                       bool reading = false, bool framed = true) {
+  TransferCursor c(f, block_size, mode, reading, framed);
   Transfer t;
   while (c.next(t)) fn(t);
 }

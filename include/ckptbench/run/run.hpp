@@ -20,6 +20,9 @@ enum class Phases { both, save, restore };
 struct RunOptions {
   Phases phases = Phases::both;
   std::string from_dir;  // --from: the run directory a --phases save job left (restore only)
+  // --remove-saved: after a restore job --from a saved run ended well, that run is removed (its
+  // directory, and a store's objects: s3); kept when the restore failed.
+  bool remove_saved = false;
   std::string read_dir;  // --read-dir: an existing checkpoint directory to read (restore only)
   ReadAssign read_assign = ReadAssign::automatic;  // --read-assign: which rank reads which file
   // The config document as given (after --set), recorded in a save job's manifest so that a

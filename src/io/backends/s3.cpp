@@ -312,7 +312,6 @@ class S3Backend final : public Backend {
       if (!o.single_put) complete(o, o.etags);  // this writer's are all of them
     }
     o.open = false;
-    ctx_->rec->metadata();
   }
 
   void abandon() noexcept override {
@@ -580,6 +579,7 @@ class S3Backend final : public Backend {
       throw IoError("s3: CompleteMultipartUpload " + client_->where(o.key) + ": " +
                     s3::xml_values(r.response, "Code")[0]);
     o.created_upload = false;
+    ctx_->rec->metadata();  // metadata: each CreateMultipartUpload, CompleteMultipartUpload, HEAD
   }
 
   void abort_upload(Obj& o) noexcept {
@@ -762,7 +762,15 @@ nlohmann::json plan_requests(const IoPlan& plan, const PointConfig& p) {
     max_parts = std::max(max_parts, op.parts);
     if (o.writers > 1) shared++;
   }
-  const TransferStats t = transfer_stats(plan, p.block_size, p.transfer);
+  // The restore's ranged GETs, as the driver cuts them (a framed file: its runs, streamed).
+  uint64_t gets = 0;
+  for (const auto& r : plan.ranks)
+    for (const auto& f : r.files) {
+      const bool streamed = !f.read_reqs.empty();
+      for_each_transfer(
+          f, p.block_size, streamed ? TransferMode::stream : p.transfer,
+          [&](const Transfer&) { gets++; }, true, !streamed);
+    }
   return {
       {"objects", objs.size()},
       {"single_put_objects", puts},
@@ -771,8 +779,19 @@ nlohmann::json plan_requests(const IoPlan& plan, const PointConfig& p) {
       {"parts", parts},
       {"max_parts_per_object", max_parts},
       {"save", {{"put", puts}, {"create_upload", uploads}, {"part", parts}, {"complete", uploads}}},
-      {"restore", {{"head", heads}, {"get", t.transfers}}},
+      {"restore", {{"head", heads}, {"get", gets}}},
       {"clean_up", {{"list", 1 + objs.size() / 1000}, {"delete", objs.size()}}}};
+}
+
+std::map<std::string, uint64_t> stored_sizes(const PointConfig& p, const std::string& run_dir,
+                                             const std::string& dir) {
+  const S3Options o = parse_options(p);
+  const s3::Url u = s3::parse_url(o.url);
+  s3::Client client(settings_of(o), s3::load_credentials(o.profile), u.bucket);
+  const std::string prefix = key_base(u.prefix, run_dir, dir) + "/";
+  std::map<std::string, uint64_t> out;
+  for (auto& [key, size] : s3::list_objects(client, prefix)) out[key.substr(prefix.size())] = size;
+  return out;
 }
 
 // characterize's metadata stage on an object store (BackendFactory::metadata_probe): PUT, HEAD,
@@ -846,6 +865,7 @@ BackendFactory s3_backend() {
   f.remove_data = remove_data;
   f.plan_requests = plan_requests;
   f.metadata_probe = metadata_probe;
+  f.stored_sizes = stored_sizes;
   f.min_block_size = kMinPart;
   f.stream_refusal = "";
   return f;
