@@ -499,7 +499,12 @@ std::vector<RunOption> build_run_options() {
   RunRows t;
   t.text(
       "target", [](RunConfig& c) -> std::string& { return c.target; }, "path",
-      "directory under which a fresh run directory is made");
+      "directory under which a fresh run directory is made; or an object store's URL "
+      "(s3://BUCKET/PREFIX), the run's directory then under `workdir`");
+  t.text(
+      "workdir", [](RunConfig& c) -> std::string& { return c.workdir; }, "path",
+      "with an s3:// target: the directory of the run's lock, manifest and bookkeeping; \"\" = "
+      "./ckptbench-work");
   t.integer<int>(
       "repetitions", [](RunConfig& c) -> int& { return c.repetitions; }, 1, 1, 10000,
       "save + restore cycles per point");

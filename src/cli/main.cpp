@@ -476,6 +476,69 @@ std::string default_report_path(const std::string& name) {
   return "results/" + name + "-" + t + ".json";
 }
 
+// An object store's URL as the target (`--target s3://BUCKET/PREFIX`, or the config's "target"),
+// applied to the config document before it is parsed: the URL becomes that backend's `url` (its
+// section is named after it: "s3"), that backend the config's when it names none, and the run
+// directory goes under `workdir` (default ./ckptbench-work: the run's lock, manifest and
+// bookkeeping; a shared directory when a restore job on other nodes reads --from it), which then
+// replaces the target (and `target_override`, when the URL came from there). Returns the URL, or
+// "" for a directory target. Throws ConfigError naming the key and what is allowed.
+std::string store_target(json& doc, std::string& target_override) {
+  std::string target = target_override;
+  if (target.empty() && doc.contains("target") && doc["target"].is_string()) target = doc["target"];
+  const auto sep = target.find("://");
+  const bool has_workdir =
+      doc.contains("workdir") && !(doc["workdir"].is_string() && doc["workdir"] == "");
+  if (sep == std::string::npos) {
+    if (has_workdir)
+      throw ConfigError(
+          "'workdir' applies to an object store target (s3://BUCKET/PREFIX) only; "
+          "the target '" +
+          target + "' is a directory, the run's own");
+    return "";
+  }
+  const std::string scheme = target.substr(0, sep);
+  std::string stores;
+  bool known = false;
+  for (const auto& f : backend_registry())
+    if (f.objects) {
+      stores += (stores.empty() ? "" : ", ") + f.name + "://BUCKET/PREFIX";
+      known = known || f.name == scheme;
+    }
+  if (!known)
+    throw ConfigError("target '" + text_excerpt(target, 200) + "': '" + text_excerpt(scheme, 40) +
+                      "://' is no object store (allowed: a directory, or " + stores + ")");
+  json& section = doc[scheme];
+  if (section.is_null()) section = json::object();
+  if (section.is_object() && section.contains("url") && section["url"] != target)
+    throw ConfigError("'" + scheme + ".url' " + text_excerpt(section["url"].dump(), 200) +
+                      " and the target \"" + text_excerpt(target, 200) +
+                      "\" name different places: give one of them");
+  if (section.is_object()) section["url"] = target;
+  if (!doc.contains("backend") &&
+      !(doc.contains("sweep") && doc["sweep"].is_object() && doc["sweep"].contains("backend")))
+    doc["backend"] = scheme;
+  const json wd = has_workdir ? doc["workdir"] : json("ckptbench-work");
+  if (!wd.is_string())
+    throw ConfigError("'workdir': expected a directory path, got " + text_excerpt(wd.dump(), 80));
+  doc.erase("workdir");
+  doc["target"] = wd;
+  if (!target_override.empty()) target_override = wd.get<std::string>();
+  return target;
+}
+
+// With an object store's URL as the target: every point uses that store's backend.
+void check_store_points(const RunConfig& rc, const std::string& url) {
+  if (url.empty()) return;
+  const std::string scheme = url.substr(0, url.find("://"));
+  for (size_t i = 0; i < rc.points.size(); i++)
+    if (rc.points[i].backend != scheme)
+      throw ConfigError("target '" + text_excerpt(url, 200) + "' is an object store: point " +
+                        std::to_string(i + 1) + " uses backend '" + rc.points[i].backend +
+                        "' (with an " + scheme + ":// target every point uses backend '" + scheme +
+                        "')");
+}
+
 // `run`'s config (--config, else with --from the config the save job ran, else the default) with
 // the overrides and --timeout applied; records the document, the overrides and their notes in
 // opt. Throws ConfigError.
@@ -493,8 +556,10 @@ RunConfig load_run_config(const std::string& config_path, const Overrides& ov, d
   } else {
     doc = load_config(config_path, ov, &opt.override_notes);
   }
+  const std::string url = store_target(doc, opt.target_override);
   opt.config_document = doc;
   RunConfig rc = parse_config(doc);
+  check_store_points(rc, url);
   opt.overrides = ov.all();
   if (timeout_s >= 0) {
     rc.timeout_s = timeout_s;
@@ -638,6 +703,8 @@ int cmd_characterize(CharacterizeOptions copt, const std::string& config_path, c
                      double budget_min, const std::string& probe_size) {
   return mpi_command([&](int rank) {
     copt.config_document = load_config(config_path, ov);
+    check_store_points(parse_config(copt.config_document),
+                       store_target(copt.config_document, copt.target));
     if (!std::isfinite(budget_min) || budget_min <= 0 || budget_min > 10080)
       throw ConfigError("--budget: " + text_excerpt(std::to_string(budget_min), 40) +
                         " minutes; want more than 0 and at most 10080 (a week)");

@@ -329,8 +329,8 @@ class Runner:
         fs = os.path.join(cwd, "fs")
         for opt, val in PATH_OPTS.findall(ran):
             val = val.strip("'\"")
-            if "$" in val or "`" in val:
-                continue
+            if "$" in val or "`" in val or re.match(r"^[a-z][a-z0-9+.-]*://", val):
+                continue  # a variable, a command, or a URL (an object store's s3:// target)
             path = val if os.path.isabs(val) else os.path.join(cwd, val)
             if os.path.isabs(val) and not any(val.startswith(os.path.join(fs, d) + "/") for d in ("tmp", "var/tmp", "dev/shm")):
                 continue

@@ -42,6 +42,19 @@ if [ $code -eq 2 ] && [ $vcode -eq 2 ] && grep -q "S3's 5 MiB minimum" <<< "$out
 else bad "parts below S3's minimum: run exit $code ($out), validate exit $vcode ($v)"; fi
 
 
+# An s3:// target: refused where it names another store, disagrees with s3.url, or meets a
+# point of a file backend; `workdir` without it.
+t_out="$( { "$BIN" run --config "$work/smallparts.config.json" --target gs://b/p 2>&1
+           "$BIN" run --config "$work/smallparts.config.json" --target "s3://$CKPT_S3_BUCKET/elsewhere" 2>&1
+           "$BIN" run --config "$work/smallparts.config.json" --set backend=posix --target "s3://$CKPT_S3_BUCKET/smallparts" 2>&1
+           "$BIN" run --config "$work/smallparts.config.json" --set workdir="$work/wd" --target "$work/t-wd" 2>&1; } )"
+if [ "$(grep -c '^ckptbench: error' <<< "$t_out")" -eq 4 ] && grep -q "'gs://' is no object store" <<< "$t_out" &&
+  grep -q "'s3.url' \"s3://$CKPT_S3_BUCKET/smallparts\" and the target" <<< "$t_out" &&
+  grep -q "point 1 uses backend 'posix'" <<< "$t_out" && grep -q "'workdir' applies to an object store target" <<< "$t_out" &&
+  [ ! -e "$work/t-wd" ]; then
+  ok "s3:// targets: another scheme, a different s3.url, a file backend's point, workdir with a directory: each refused, named"
+else bad "s3:// target refusals: $t_out"; fi
+
 "$BIN" run --config "$work/smallparts.config.json" --target "$work/t-dry" --dry-run > "$work/dry.out" 2>&1
 "$BIN" validate --config "$work/smallparts.config.json" > "$work/validate.out" 2>&1
 outputs+=("$work/dry.out" "$work/validate.out")

@@ -24,7 +24,8 @@ else bad "MLPerf sizing on s3: exit $code, $got: $(tail -n 3 <<< "$out")"; fi
 # characterize on the store: parts and requests in flight searched, request rates measured.
 s3_config char "$CKPT_S3_ENDPOINT"
 out="$(timeout 300 "${MPI_BASE[@]}" -n 2 "$BIN" characterize --config "$work/char.config.json" \
-  --target "$work/t-char" --budget 0.4 --stages backend,transfer_size,direct,metadata \
+  --target "$work/t-char" --budget 0.5 --probe-size 12M --max-reps 4 \
+  --stages backend,transfer_size,direct,metadata \
   --output "$work/char.json" 2>&1)"; code=$?
 echo "$out" > "$work/char.out"
 outputs+=("$work/char.out" "$work/char.json" "$work/char.recommended.json")
@@ -71,6 +72,19 @@ outputs+=("$work/phases2.out" "$work/phases2.json")
 if [ $code -eq 2 ] && grep -q "is missing in the s3 store" <<< "$out" && [ -d "$rd" ]; then
   ok "a saved object deleted: the restore job exits 2 before any I/O naming it, the saved run kept"
 else bad "deleted saved object: exit $code: $(grep -m1 error <<< "$out")"; fi
+
+# The store as the target: --target s3://BUCKET/PREFIX, the run directory under workdir.
+s3_config urltgt "$CKPT_S3_ENDPOINT"
+"$py" -c "import json,sys; d=json.load(open(sys.argv[1])); d['s3'].pop('url'); json.dump(d, open(sys.argv[1], 'w'))" \
+  "$work/urltgt.config.json"
+out="$(timeout 300 "${MPI_BASE[@]}" -n 2 "$BIN" run --config "$work/urltgt.config.json" \
+  --target "s3://$CKPT_S3_BUCKET/urltgt" --set workdir="$work/wd" --output "$work/urltgt.json" 2>&1)"; code=$?
+outputs+=("$work/urltgt.json")
+got="$(jq_py "$work/urltgt.json" "(d['status'], d['config']['s3']['url'], d['environment']['run_dir'].startswith('$work/wd/'))")"
+if [ $code -eq 0 ] && [ "$got" = "('ok', 's3://$CKPT_S3_BUCKET/urltgt', True)" ] &&
+  [ "$(s3ls urltgt/)" = "objects 0 uploads 0" ]; then
+  ok "--target s3://BUCKET/PREFIX: saved, restored, verified below it, the run directory under workdir"
+else bad "--target s3://: exit $code, $got: $(tail -n 3 <<< "$out")"; fi
 
 echo "# 7. the secret appears nowhere"
 "$BIN" run --config "$work/char.config.json" --target "$work/t-dry" --dry-run > "$work/dry.out" 2>&1

@@ -99,6 +99,9 @@ inline constexpr uint64_t kMaxSweepPoints = 100000;
 
 struct RunConfig {
   std::string target;  // directory under which a fresh run directory is made
+  // With an object store's URL as the target (s3://BUCKET/PREFIX): the directory that holds the
+  // run's lock, manifest and local bookkeeping instead (cli/main.cpp, store_target).
+  std::string workdir;
   int repetitions = 1;
   bool verify = true;
   // verify "after": the restored bytes are checked in the rank's memory after the timed restore
