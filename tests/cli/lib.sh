@@ -13,6 +13,21 @@ bad() { echo "FAIL $1"; fails=$((fails+1)); }
 # summary [LABEL]: prints the counts; its status is 0 when nothing failed.
 summary() { echo "${1:+$1: }$passes passed, $fails failed"; [ "$fails" -eq 0 ]; }
 
+# free_ports N: a base port B such that B..B+N-1 on 127.0.0.1 are free now, below the kernel's
+# ephemeral range (32768 up: an outgoing connection of a test beside this one may hold any port
+# there) and from a place that differs per process: for the daemons a test starts (Ceph's mon,
+# the S3 gateway, Slurm's).
+free_ports() {
+  local n="$1" base k used try
+  used="$(ss -Htln 2> /dev/null | awk '{print $4}' | sed 's/.*://')"
+  for try in $(seq 0 49); do
+    base=$((21000 + ($$ * 7 + try * 211) % 11000))
+    for ((k = 0; k < n; k++)); do grep -qx "$((base + k))" <<< "$used" && continue 2; done
+    echo "$base"; return 0
+  done
+  echo $((21000 + $$ % 11000))
+}
+
 # need_binary: skips the test when CKPT_BINARY is not an executable.
 need_binary() {
   if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then

@@ -11,14 +11,22 @@ set -u
 cmd="${1:-}" dir="${2:-}"
 [ -n "$dir" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
 src="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+. "$src/tests/cli/lib.sh"
 case "$cmd" in
   start)
     "$src/scripts/ceph/local-ceph.sh" stop --dir "$dir/ceph" > /dev/null 2>&1 || true
     rm -rf "$dir"
     mkdir -p "$dir"
-    export CKPT_CEPH_PORT=$((20000 + $$ % 20000))
-    export CKPT_RGW_PORT=$((CKPT_CEPH_PORT + 1))
-    out="$("$src/scripts/ceph/local-rgw.sh" start --dir "$dir/ceph" 2>&1)"; code=$?
+    # A port taken between the choice and the daemon's start: another choice, a few times.
+    for attempt in 1 2 3; do
+      export CKPT_CEPH_PORT="$(free_ports 3)"
+      export CKPT_RGW_PORT=$((CKPT_CEPH_PORT + 1))
+      out="$("$src/scripts/ceph/local-rgw.sh" start --dir "$dir/ceph" 2>&1)"; code=$?
+      grep -q "is in use" <<< "$out" || break
+      echo "attempt $attempt: $out"
+      "$src/scripts/ceph/local-ceph.sh" stop --dir "$dir/ceph" > /dev/null 2>&1 || true
+      rm -rf "$dir/ceph"
+    done
     echo "$out"
     if [ $code -eq 77 ]; then echo "$out" > "$dir/skip"; exit 77; fi
     [ $code -eq 0 ] || { echo "FAIL local-rgw.sh start: exit $code"; exit 1; }

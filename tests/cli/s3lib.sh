@@ -23,7 +23,7 @@ elif [ -n "${CKPT_S3_FIXTURE:-}" ] && [ -s "$CKPT_S3_FIXTURE/skip" ]; then
   echo "skip: $(cat "$CKPT_S3_FIXTURE/skip")"; exit 77
 else
   gwdir="$work/ceph"
-  export CKPT_CEPH_PORT=$((20000 + $$ % 20000))
+  export CKPT_CEPH_PORT="$(free_ports 3)"
   export CKPT_RGW_PORT=$((CKPT_CEPH_PORT + 1))
   own_gateway=1
   out="$("$rgw" start --dir "$gwdir" 2>&1)"; code=$?

@@ -16,7 +16,7 @@ need_binary
 py="$(python_with json)" || { echo "skip: no python3"; exit 77; }
 make_workdir cephfs
 ceph="$SRC/scripts/ceph/local-ceph.sh"
-export CKPT_CEPH_PORT=$((20000 + $$ % 20000))
+export CKPT_CEPH_PORT="$(free_ports 1)"
 cli_on_exit() { "$ceph" stop --dir "$work/ceph" > /dev/null 2>&1 || true; }
 
 out="$("$ceph" start --dir "$work/ceph" 2>&1)"; code=$?

@@ -11,7 +11,7 @@ py="$(python_with json)" || { echo "skip: no python3"; exit 77; }
 work="$(mktemp -d "${TMPDIR:-/tmp}/ckpt-slurm-test-XXXXXX")"
 cluster="$SRC/scripts/slurm/local-cluster.sh"
 # A port of its own, so a cluster someone else started on this host is left alone.
-export CKPT_SLURM_PORT=$((20000 + $$ % 20000))
+export CKPT_SLURM_PORT="$(free_ports 2)"
 cleanup() {
   "$cluster" stop --dir "$work/slurm" > /dev/null 2>&1 || true
   rm -rf "$work"
