@@ -83,12 +83,18 @@ if wait_uploads gwstop; then
   else bad "gateway stopped: exit $code after $((t1 - t0)) s, left '$left': $(grep -m2 error "$work/gwstop.out")"; fi
 else bad "gateway stop: the save never had an upload open: $(tail -n 3 "$work/gwstop.out")"; fi
 
+# gone_after NAME: waits (up to 30 s) for the run's prefix to hold no object and no upload; sets
+# left to what it holds then.
+gone_after() {
+  for _ in $(seq 30); do [ "$(s3ls "$1/")" = "objects 0 uploads 0" ] && break; sleep 1; done
+  left="$(s3ls "$1/")"
+}
+
 big sigterm
 if wait_uploads sigterm; then
   kill -TERM $(rank_pids "$work/sigterm.config.json") 2> /dev/null
   wait "$bg"
-  for _ in $(seq 30); do [ "$(s3ls sigterm/)" = "objects 0 uploads 0" ] && break; sleep 1; done
-  left="$(s3ls sigterm/)"
+  gone_after sigterm
   if [ "$left" = "objects 0 uploads 0" ]; then ok "SIGTERM mid-save: $left"
   else bad "SIGTERM mid-save: left $left: $(tail -n 3 "$work/sigterm.out")"; fi
 else bad "SIGTERM: the save never had an upload open"; fi
@@ -98,8 +104,7 @@ if wait_uploads killed; then
   victim="$(rank_pids "$work/killed.config.json" | head -n 1)"
   kill -KILL "$victim" 2> /dev/null
   wait "$bg"
-  for _ in $(seq 30); do [ "$(s3ls killed/)" = "objects 0 uploads 0" ] && break; sleep 1; done
-  left="$(s3ls killed/)"
+  gone_after killed
   if [ "$left" = "objects 0 uploads 0" ]; then ok "a rank killed (SIGKILL) mid-save: $left"
   else bad "a rank killed mid-save: left $left: $(tail -n 3 "$work/killed.out")"; fi
 else bad "killed rank: the save never had an upload open"; fi
