@@ -1069,6 +1069,12 @@ done
 if [ "$code" -eq 0 ] && [ -z "$missing" ] && ! grep -q Traceback <<< "$out"; then
   ok "plot.py on an s3 characterization: its five characterization figures"
 else bad "plot.py on tests/cli/data/char-s3.json: exit $code, missing:$missing: $out"; fi
+# char_svg_has DIR WHAT FIGURE:TEXT: the figure characterization_FIGURE.svg in DIR has TEXT (as
+# the comment plot.py writes beside each text); else a FAIL naming WHAT, and svgok=0.
+char_svg_has() {
+  grep -qF -- "<!-- ${3#*:} -->" "$1/characterization_${3%%:*}.svg" ||
+    { svgok=0; bad "$2, characterization_${3%%:*}.svg: no text '${3#*:}'"; }
+}
 svgok=1
 for want in "transfer_size:s3, 8 in flight" \
             "transfer_size:part size (s3 multipart upload; log2 axis; K = KiB, M = MiB)" \
@@ -1082,8 +1088,7 @@ for want in "transfer_size:s3, 8 in flight" \
             "ceilings:who wrote and read at once (the chosen data path, one object per rank)" \
             "ceilings:char-s3: characterization: ceilings" \
             "validation:recommended: aggregated-rank, s3, 8M parts, 1 in flight"; do
-  grep -qF -- "<!-- ${want#*:} -->" "$work/figcs3/characterization_${want%%:*}.svg" ||
-    { svgok=0; bad "s3 characterization, characterization_${want%%:*}.svg: no text '${want#*:}'"; }
+  char_svg_has "$work/figcs3" "s3 characterization" "$want"
 done
 fs_words="$(grep -h -o '<!-- [^>]* -->' "$work"/figcs3/characterization_*.svg |
             grep -E 'buffered|O_DIRECT|QD |bs |block size|queue depth|per transfer|one file|misalign')"
@@ -1103,8 +1108,7 @@ for want in "transfer_size:char-s3: s3, 8 in flight" "transfer_size:characterize
             "ceilings:who wrote and read at once (the chosen data path, one file or object per rank)" \
             "validation:char-s3: recommended: aggregated-rank, s3, 8M parts, 1 in flight" \
             "validation:characterize-example: recommended: shared-file, posix, O_DIRECT, 16M, QD 8"; do
-  grep -qF -- "<!-- ${want#*:} -->" "$work/figcs3p/characterization_${want%%:*}.svg" ||
-    { svgok=0; bad "s3 and posix characterizations, characterization_${want%%:*}.svg: no text '${want#*:}'"; }
+  char_svg_has "$work/figcs3p" "s3 and posix characterizations" "$want"
 done
 if [ "$code" -eq 0 ] && [ $svgok -eq 1 ] && ! grep -q Traceback <<< "$out"; then
   ok "plot.py pools an s3 and a posix characterization, each in its words, the shared axes naming both"
