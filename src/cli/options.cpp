@@ -34,6 +34,7 @@ const std::vector<Preset>& presets() {
        "ones batched into 128 MiB slab files, .snapshot_metadata; buffered, no fsync",
        {{"layout", "torchsnapshot"},
         {"chunk_size", "512M"},
+        {"preallocate", false},
         {"backend", "posix"},
         {"direct", false},
         {"sync", "none"},
@@ -62,9 +63,14 @@ const std::vector<Preset>& presets() {
         {"sync", "none"},
         {"transfer", "per-tensor"}}},
       {"megatron-dist",
-       "Megatron-LM torch_dist format: PyTorch DCP files (2 per rank) with replicated tensors "
-       "spread over data-parallel ranks, common.pt, .metadata; fsync per file",
+       "Megatron-LM torch_dist format: PyTorch DCP underneath (FileSystemWriter, 2 files per "
+       "rank) with replicated tensors spread over data-parallel ranks: each item its own "
+       "torch.save record through Python's buffered stream, fsync per file, the coordinator's "
+       ".metadata commit record after a collective; common.pt and metadata.json beside them",
        {{"layout", "megatron-dist"},
+        {"framing", "torch-zip"},
+        {"framework_cpu", true},
+        {"preallocate", false},
         {"backend", "posix"},
         {"direct", false},
         {"sync", "file"},
@@ -84,9 +90,13 @@ const std::vector<Preset>& presets() {
         {"sync", "file"},
         {"transfer", "per-tensor"}}},
       {"datastates",
-       "DataStates-LLM: DeepSpeed's files written by an asynchronous engine: io_uring with a "
-       "deep queue, O_DIRECT",
+       "DataStates-LLM: DeepSpeed's files written by an asynchronous engine: training blocks "
+       "only for the snapshot of the state into pinned host buffers, the flush runs behind it "
+       "(io_uring with a deep queue, O_DIRECT, no preallocation) and the files are synced "
+       "before the checkpoint is committed",
        {{"layout", "deepspeed"},
+        {"save_mode", "async"},
+        {"preallocate", false},
         {"backend", "io_uring"},
         {"direct", true},
         {"queue_depth", 32},
@@ -243,8 +253,6 @@ void check_shard_source(const PointConfig& p) {
            (p.layout.ranks_per_file > 1 ? " with ranks_per_file > 1" : ""));
   if (p.parallelism.emulate_world > 0)
     refuse("would hold every emulated rank's state in one process (parallelism.emulate_world)");
-  if (p.save_mode == SaveMode::async)
-    refuse("does not combine with save_mode \"async\" (its staging memory is the source)");
   if (p.restore.reshard || p.restore.method == RestoreMethod::mmap)
     refuse("applies to the plain restore (read), not a resharded, weights-only or mmap one");
 }
@@ -324,6 +332,32 @@ void check_backend(PointConfig& p, const std::string& transfer) {
 }
 
 PointConfig parse_point(const json& pj_in) {
+// A framework writes from the state it holds in memory and loads into memory of its own, and an
+// asynchronous save snapshots that state: with a preset or save_mode "async", source "shard"
+// unless the point sets a source or asks for what "shard" cannot do (then the bounded pool, and
+// the report says why: PointConfig::source_basis). docs/layouts.md, "Data source".
+void default_source(PointConfig& p, const json& pj_in, const json& pj) {
+  if (pj_in.contains("source")) {
+    p.source_basis = "config";
+    return;
+  }
+  const auto preset = pj.find("preset");
+  if (preset == pj.end() && p.save_mode != SaveMode::async) return;
+  const std::string who = preset != pj.end() && preset->is_string()
+                              ? "preset " + preset->get<std::string>()
+                              : std::string("save_mode async");
+  p.source = SourceMode::shard;
+  p.source_basis = who;
+  try {
+    check_shard_source(p);
+    const BackendFactory& b = find_backend(p.backend);
+    if (b.validate && b.not_built.empty()) b.validate(p);
+  } catch (const ConfigError& e) {
+    p.source = SourceMode::pool;
+    p.source_basis = who + ", pool: " + e.what();
+  }
+}
+
   PointConfig p;
   const json pj = apply_preset(pj_in);
   ObjectReader r(pj, "");
@@ -332,7 +366,7 @@ PointConfig parse_point(const json& pj_in) {
   PointRead in{p, pj_in, pj, {}};
   for (const auto& o : point_options()) o.read(r, o.name, in);
   r.finish();
-
+  default_source(p, pj_in, pj);
   check_cross_keys(p);
   check_backend(p, in.transfer);
   // The point as run, every key with its value.

@@ -94,8 +94,12 @@ void StagedDataPath::fill_window(uint64_t w) {
   for (size_t i = seg_at_; i < segs_.size() && segs_[i].gstart < win_hi_; i++) {
     const Seg& s = segs_[i];
     const uint64_t lo = std::max(s.gstart, win_lo_), hi = std::min(s.gstart + s.length, win_hi_);
-    pattern_.fill({mem_.data() + (lo - win_lo_), hi - lo}, s.file_id,
-                  s.file_offset + (lo - s.gstart));
+    if (from_ != nullptr)
+      std::memcpy(mem_.data() + (lo - win_lo_),
+                  from_->at(s.file_id, s.file_offset + (lo - s.gstart)), hi - lo);
+    else
+      pattern_.fill({mem_.data() + (lo - win_lo_), hi - lo}, s.file_id,
+                    s.file_offset + (lo - s.gstart));
     copied_ += hi - lo;
   }
   filled_ = true;

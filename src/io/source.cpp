@@ -31,6 +31,20 @@ ShardMemory::~ShardMemory() {
   if (base_) ::munmap(base_, len_);
 }
 
+void ShardMemory::touch() {
+  if (base_) std::memset(base_, 0, len_);
+}
+
+uint64_t ShardMemory::copy_from(const ShardMemory& src, const RankIo& io) {
+  uint64_t n = 0;
+  for (const auto& f : io.files) {
+    if (f.size == 0) continue;
+    std::memcpy(at(f.id, 0), src.at(f.id, 0), f.size);
+    n += f.size;
+  }
+  return n;
+}
+
 bool ShardMemory::covers(const RankIo& io) const {
   for (const auto& f : io.files)
     if (start_.find(f.id) == start_.end()) return false;

@@ -79,12 +79,25 @@ std::string step_tag(int k) {  // k: 0-based checkpoint
 // (every rank at once, no flush), the baseline of the slowdown. Returns that baseline (0: none).
 double prepare_lifecycle(RunState& rs, PointRun& pt, const RankIo& mine, const std::string& where) {
   const PointConfig& pc = pt.pc;
-  if (pc.save_mode == SaveMode::async && !pt.staging) {
-    const uint64_t staged = staged_bytes(mine);
-    uint64_t want =
-        pc.staging_bytes != 0 ? pc.staging_bytes : staging_default(staged, local_ranks(rs.comm));
-    want = std::min(want, staged);
-    auto [o, m] = attempt(rs.rank, [&] { pt.staging = std::make_unique<StagingMemory>(want); });
+  if (pc.save_mode == SaveMode::async && !pt.staging && !pt.staging_state) {
+    const bool resident = pc.source == SourceMode::shard;
+    auto [o, m] = attempt(rs.rank, [&] {
+      // source "shard": the state the snapshot copies from, resident before the first save.
+      if (resident && !pt.shard_save)
+        pt.shard_save = std::make_unique<ShardMemory>(mine, pt.pattern.get());
+      uint64_t files = 0;
+      for (const auto& f : mine.files) files += f.size;
+      const uint64_t staged = resident ? files : staged_bytes(mine);
+      const uint64_t want =
+          pc.staging_bytes != 0 ? pc.staging_bytes : staging_default(staged, local_ranks(rs.comm));
+      if (resident && want >= staged) {
+        // Staging that holds the whole state, laid out as the files: the flush writes from it.
+        pt.staging_state = std::make_unique<ShardMemory>(mine, nullptr);
+        pt.staging_state->touch();
+      } else {
+        pt.staging = std::make_unique<StagingMemory>(std::min(want, staged_bytes(mine)));
+      }
+    });
     rs.agree(o, m, 0);
   }
   if (pc.compute_s > 0 && !pt.compute)
@@ -105,12 +118,29 @@ TimedSave save_checkpoint(RunState& rs, PointRun& pt, int rep, const RankIo& min
                           const std::string& ck_dir, int dirfd, RankDataPath& dp, double t0) {
   TimedSave ts;
   ts.unblocked = ts.compute_end = t0;
+  auto unblock = [&] {
+    ts.unblocked = now_s();
+    if (pt.compute) pt.compute->start();
+  };
+  if (pt.pc.save_mode == SaveMode::async && pt.staging_state) {
+    // The snapshot: the resident state copied into the staging buffers (training waits for it);
+    // the flush then writes straight from them (phase.cpp), as DataStates' flush thread writes
+    // from its pinned host buffers.
+    auto [o, m] = attempt(rs.rank, [&] {
+      pt.staging_state->copy_from(*pt.shard_save, mine);
+      unblock();
+    });
+    rs.agree(o, m, 0);
+    ts.save = run_phase(rs, pt, Phase::save, mine, ck_dir, dirfd, dp, rep);
+    if (pt.compute) {
+      ts.compute_s = pt.compute->join();
+      ts.compute_end = pt.compute->end_s();
+    }
+    return ts;
+  }
   if (pt.pc.save_mode == SaveMode::async) {
     StagedDataPath staged(dp, *pt.pattern, mine, *pt.staging);
-    auto unblock = [&] {
-      ts.unblocked = now_s();
-      if (pt.compute) pt.compute->start();
-    };
+    if (pt.shard_save) staged.copy_from(pt.shard_save.get());
     staged.on_unblock(unblock);
     bool last = false;
     auto [o, m] = attempt(rs.rank, [&] { last = staged.snapshot(); });
@@ -178,24 +208,45 @@ void add_retention(json& cj, const PointConfig& pc, const IoPlan& plan, int k, d
 }
 
 // The report's `lifecycle` section of one repetition (collective: the statistics across ranks).
+// A repetition's per-rank totals: blocked time, training time, the compute alone, and what of
+// the last flush outlasted the compute after it (training's end waits for it).
+struct RankTotals {
+  double blocked, training, alone, end_wait;
+};
+
 json lifecycle_json(RunState& rs, PointRun& pt, const RankIo& mine, const json& ckpts,
-                    const std::vector<Deleted>& deleted, double blocked_total, double training,
-                    double alone_s, const std::string& where) {
+                    const std::vector<Deleted>& deleted, const RankTotals& t,
+                    const std::string& where) {
   const PointConfig& pc = pt.pc;
   const int N = pc.checkpoints;
   const bool async = pc.save_mode == SaveMode::async;
-  auto r =
-      across_ranks(rs, {blocked_total, training, alone_s}, "at the lifecycle statistics" + where);
+  auto r = across_ranks(rs, {t.blocked, t.training, t.alone, t.end_wait},
+                        "at the lifecycle statistics" + where);
   json lj = {{"save_mode", save_mode_names().name(pc.save_mode)},
              {"checkpoints", ckpts},
              {"blocked_s_total", r[0].to_json()},
              {"training_s", r[1].to_json()}};
-  if (async)
-    lj["staging"] = {{"bytes", pt.staging->size()},
-                     {"staged_bytes", staged_bytes(mine)},
-                     {"note",
-                      "per rank (rank 0's); the state is staged in windows of this "
-                      "size when it is larger"}};
+  if (async) {
+    lj["end_wait_s"] = r[3].to_json();
+    if (pt.staging_state)
+      lj["staging"] = {{"bytes", pt.staging_state->bytes()},
+                       {"staged_bytes", pt.staging_state->bytes()},
+                       {"snapshot_from", "state"},
+                       {"flush_from", "staging"},
+                       {"note",
+                        "per rank (rank 0's); the snapshot copies the rank's resident state "
+                        "(source shard) into staging laid out as its files, and the flush "
+                        "writes straight from there"}};
+    else
+      lj["staging"] = {{"bytes", pt.staging->size()},
+                       {"staged_bytes", staged_bytes(mine)},
+                       {"snapshot_from", pt.shard_save ? "state" : "pattern"},
+                       {"flush_from", "pool"},
+                       {"note",
+                        "per rank (rank 0's); the state is staged in windows of this size when "
+                        "it is larger, and the flush copies each transfer from staging into the "
+                        "transport's buffer"}};
+  }
   if (pt.compute) {
     lj["compute"] = {{"kind", compute_kind_names().name(pc.compute_kind)},
                      {"target_s", pc.compute_s},
@@ -233,7 +284,7 @@ NewestCheckpoint run_saves(RunState& rs, PointRun& pt, int rep, const std::strin
 
   NewestCheckpoint out;
   json ckpts = json::array();
-  double blocked_total = 0;
+  double blocked_total = 0, prev_wait = 0;
   double train_t0 = 0;
   std::vector<Deleted> deleted;
   for (int k = 0; k < N; k++) {
@@ -257,7 +308,11 @@ NewestCheckpoint run_saves(RunState& rs, PointRun& pt, int rep, const std::strin
     // before the next checkpoint); sync: nothing beyond the save itself.
     const double wait =
         async ? std::max(0.0, save.rank_end_s - (pt.compute ? ts.compute_end : ts.unblocked)) : 0.0;
-    const double blocked = async ? snapshot + wait : durable;
+    // async: training waits for this snapshot and for what of the previous flush outlasted the
+    // compute phase before it (the next checkpoint starts only once the previous one is durable);
+    // the last flush's wait is training's end (lifecycle.end_wait_s), not a checkpoint's.
+    const double blocked = async ? snapshot + prev_wait : durable;
+    prev_wait = wait;
     blocked_total += blocked;
 
     double latest_s = 0, delete_s = 0;
@@ -300,8 +355,8 @@ NewestCheckpoint run_saves(RunState& rs, PointRun& pt, int rep, const std::strin
   rj["save"]["files"] = plan.stats.files;
   rj["save"]["sync"] = sync_name(pc.sync);
   if (lifecycle)
-    rj["lifecycle"] =
-        lifecycle_json(rs, pt, mine, ckpts, deleted, blocked_total, training, alone_s, where);
+    rj["lifecycle"] = lifecycle_json(rs, pt, mine, ckpts, deleted,
+                                     {blocked_total, training, alone_s, prev_wait}, where);
   if (N == 1) out.fd = DirFd();
   return out;
 }

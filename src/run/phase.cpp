@@ -26,6 +26,12 @@ std::unique_ptr<ShardMemory> attach_shard_memory(PointRun& pt, Phase phase, cons
   std::unique_ptr<ShardMemory> fresh;
   if (pt.pc.source != SourceMode::shard) return fresh;
   if (phase == Phase::save) {
+    if (pt.pc.save_mode == SaveMode::async) {
+      // The flush: from the staging buffers the snapshot filled (checkpoints.cpp); staged in
+      // windows, through the data path and the pool.
+      ctx.shard = pt.staging_state.get();
+      return fresh;
+    }
     if (!pt.shard_save) pt.shard_save = std::make_unique<ShardMemory>(io, pt.pattern.get());
     ctx.shard = pt.shard_save.get();
   } else {
@@ -69,7 +75,10 @@ PhaseResult run_phase(RunState& rs, PointRun& pt, Phase phase, const RankIo& io,
   ctx.dio_align = rs.facts.fs.dio_offset_align;
   // Untimed: every buffer holds the pattern's base again, so a save stages its transfers by
   // writing stamps only.
-  if (phase == Phase::save) pt.pool->prefill(*pt.pattern);
+  // An asynchronous flush from the staging buffers uses no pool buffer (and this is inside its
+  // durable time).
+  if (phase == Phase::save && !(pt.pc.save_mode == SaveMode::async && pt.staging_state))
+    pt.pool->prefill(*pt.pattern);
   std::unique_ptr<ShardMemory> fresh = attach_shard_memory(pt, phase, io, ctx);
   // verify "after": the restored bytes are checked in this memory once the clock has stopped.
   if (phase == Phase::restore && rs.cfg.verify_after && fresh) {

@@ -294,6 +294,7 @@ void point_settings(RunState& rs, PointRun& pt) {
       {"cache", cache_name(pt.cache)},
       {"sync", sync_name(pc.sync)},
       {"preallocate", pc.preallocate},
+      {"source", {{"mode", source_names().name(pc.source)}, {"basis", pc.source_basis}}},
       {"pattern",
        {{"period_bytes", pt.pattern->period()},
         {"stamp_every_bytes", Pattern::kStampEvery},
@@ -311,7 +312,10 @@ void point_settings(RunState& rs, PointRun& pt) {
   double rss = static_cast<double>(ru.ru_maxrss) * 1024.0, mn = 0, mx = 0;
   MPI_Allreduce(&rss, &mn, 1, MPI_DOUBLE, MPI_MIN, rs.comm);
   MPI_Allreduce(&rss, &mx, 1, MPI_DOUBLE, MPI_MAX, rs.comm);
-  double staging = pt.staging ? static_cast<double>(pt.staging->size()) : 0.0, stmax = 0;
+  double staging = pt.staging         ? static_cast<double>(pt.staging->size())
+                   : pt.staging_state ? static_cast<double>(pt.staging_state->bytes())
+                                      : 0.0,
+         stmax = 0;
   MPI_Allreduce(&staging, &stmax, 1, MPI_DOUBLE, MPI_MAX, rs.comm);
   pt.pj["memory"] = {{"peak_rss_bytes", {{"min", mn}, {"max", mx}}},
                      {"buffer_pool_bytes", pool.total_bytes()},

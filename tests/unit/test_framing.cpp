@@ -189,11 +189,6 @@ TEST(Framing, SourceShardRefusals) {
       "'source'");
   expect_config_error(
       [] {
-        framed_plan({{"source", "shard"}, {"save_mode", "async"}});
-      },
-      "'source'");
-  expect_config_error(
-      [] {
         framed_plan(
             {{"source", "shard"}, {"parallelism", {{"tp", 1}, {"dp", 1}, {"emulate_world", 8}}}});
       },

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ckptbench/io/backend.hpp"
+#include "ckptbench/io/source.hpp"
 #include "ckptbench/plan/config.hpp"
 
 namespace ckpt {
@@ -53,6 +54,9 @@ class StagedDataPath final : public DataPath {
   // Copies window 0; returns true when that was the last one (training is unblocked now).
   bool snapshot();
   void on_unblock(std::function<void()> f) { unblock_ = std::move(f); }
+  // source "shard": each window is copied from the rank's resident state (null: the pattern is
+  // generated into it).
+  void copy_from(const ShardMemory* state) { from_ = state; }
   uint64_t total() const { return total_; }
   uint64_t windows() const;
   uint64_t copied_bytes() const { return copied_; }
@@ -84,6 +88,7 @@ class StagedDataPath final : public DataPath {
   size_t seg_at_ = 0;  // first segment that may overlap the next window
   bool filled_ = false;
   std::function<void()> unblock_;
+  const ShardMemory* from_ = nullptr;
 };
 
 // Synthetic training compute between checkpoints. cpu: a calibrated amount of arithmetic on a

@@ -26,6 +26,12 @@ class ShardMemory {
   ~ShardMemory();
   ShardMemory(const ShardMemory&) = delete;
   ShardMemory& operator=(const ShardMemory&) = delete;
+  // Writes zeros over the whole mapping: every page faulted in now, untimed (a framework's pinned
+  // staging buffers are allocated and touched once, before its first checkpoint).
+  void touch();
+  // Copies every file of `io` from `src` (which must cover it) into this memory; returns the
+  // bytes copied. The snapshot of an asynchronous save: the resident state into staging.
+  uint64_t copy_from(const ShardMemory& src, const RankIo& io);
   // The bytes of file `file_id` at `offset`.
   std::byte* at(uint32_t file_id, uint64_t offset) const;
   // Whether every file of `io` has its region here.

@@ -74,6 +74,9 @@ struct PointConfig {
   // torch-zip, the CRC-32 torch.save computes over each record's data before writing it.
   bool framework_cpu = false;
   SourceMode source = SourceMode::pool;  // io/source.hpp
+  // Why `source` has its value: "config" (set by the point), "preset NAME" (the framework's own:
+  // its state resident in memory) or "preset NAME, pool: WHY" / "default" (the bounded pool).
+  std::string source_basis = "default";
   CacheMode cache = CacheMode::auto_;
   int stripe_count = 0;  // 0 = unset (Lustre only)
   uint64_t stripe_size = 0;

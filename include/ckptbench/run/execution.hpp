@@ -207,9 +207,13 @@ struct PointRun {
   nlohmann::json reps = nlohmann::json::array();
   bool warned_cached = false;  // the restore-in-page-cache warning was given (once per point)
   std::unique_ptr<StagingMemory> staging;  // async saves: host staging, allocated once
-  std::unique_ptr<ComputeLoad> compute;    // compute_s > 0: the synthetic training compute
-  std::vector<RankIo> saved_reads;  // --phases restore: the saved files regrouped on this job
-  std::string saved_dir;            // --phases save: where the kept repetition's files are
+  // async saves with source "shard" and staging that holds the whole state: the staging buffers,
+  // laid out as the files are; the snapshot copies shard_save into them and the flush writes
+  // straight from them (without it, `staging` holds windows and the flush copies each transfer).
+  std::unique_ptr<ShardMemory> staging_state;
+  std::unique_ptr<ComputeLoad> compute;  // compute_s > 0: the synthetic training compute
+  std::vector<RankIo> saved_reads;       // --phases restore: the saved files regrouped on this job
+  std::string saved_dir;                 // --phases save: where the kept repetition's files are
   void warn(const RunState& rs, const std::string& w);
 };
 

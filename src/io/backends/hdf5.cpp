@@ -943,6 +943,10 @@ BackendFactory hdf5_backend() {
   f.option_keys = hdf5::option_keys();
   f.validate = [](const PointConfig& p) {
     hdf5::parse_options(p);
+    if (p.source == SourceMode::shard)
+      throw ConfigError(
+          "'source': \"shard\" needs a backend that transfers requests; \"hdf5\" moves each "
+          "dataset itself (use source \"pool\")");
     if (p.direct)
       throw ConfigError(
           "'direct': true is not supported by backend \"hdf5\": its MPI-IO driver "

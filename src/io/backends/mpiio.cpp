@@ -548,6 +548,10 @@ BackendFactory mpiio_backend() {
       throw ConfigError("'block_size': " + std::to_string(p.block_size) +
                         " is too large for backend \"mpiio\" (MPI counts are int; allowed: up to "
                         "1 GiB per transfer)");
+    if (o.collective && p.source == SourceMode::shard)
+      throw ConfigError(
+          "'source': \"shard\" needs a backend that transfers requests; \"mpiio\" mode "
+          "\"collective\" moves whole files itself (use mode \"independent\" or source \"pool\")");
     if (o.collective && p.queue_depth > 1)
       throw ConfigError("'queue_depth': " + std::to_string(p.queue_depth) +
                         " does not apply to \"mpiio\" mode \"collective\" (one blocking *_at_all "
