@@ -94,6 +94,37 @@ INSTANTIATE_TEST_SUITE_P(Backends, AsyncSave,
                                            std::make_tuple("mpiio", "shared-file", true),
                                            std::make_tuple("hdf5", "file-per-shard", true)));
 
+// preset datastates alone: an asynchronous save whose snapshot copies the resident state into
+// staging (inside the blocked time) and whose flush writes straight from staging; training is
+// blocked for less than the checkpoint takes to become durable, and every byte verifies.
+TEST(AsyncSave, DataStatesPresetBlocksOnlyForTheSnapshot) {
+  CKPT_SKIP_UNLESS_BUILT("io_uring");
+  json c = base(1.0 / 256);
+  c["preset"] = "datastates";
+  c.erase("cache");
+  c.erase("block_size");
+  WorldRun run(c, "datastates");
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.error;
+  if (world_rank() != 0) return;
+  const json& p = run.result.doc["points"][0];
+  const json& rep = p["repetitions"][0];
+  EXPECT_EQ(p["settings"]["source"]["mode"], "shard");
+  EXPECT_EQ(p["settings"]["source"]["basis"], "preset datastates");
+  EXPECT_FALSE(p["settings"]["preallocate"].get<bool>());
+  EXPECT_EQ(u64(rep["bytes_verified"]), all_bytes(p));
+  const json& l = rep["lifecycle"];
+  EXPECT_EQ(l["save_mode"], "async");
+  EXPECT_EQ(l["staging"]["snapshot_from"], "state");
+  EXPECT_EQ(l["staging"]["flush_from"], "staging");
+  const json& ck = l["checkpoints"][0];
+  const double snap = ck["snapshot_s"]["max"].get<double>();
+  EXPECT_GT(snap, 0.0);
+  EXPECT_DOUBLE_EQ(ck["blocked_s"]["max"].get<double>(), snap);  // no earlier flush to wait for
+  EXPECT_LT(ck["blocked_s"]["max"].get<double>(), ck["durable_s"]["max"].get<double>());
+  EXPECT_GE(ck["durable_s"]["min"].get<double>(), ck["flush_s"]["min"].get<double>());
+  EXPECT_GE(l["end_wait_s"]["max"].get<double>(), 0.0);
+}
+
 // 4 checkpoints, keep 2: global_step100 and 200 are deleted (each timed), 300 and 400 stay,
 // `latest` names global_step400, and the restore reads global_step400 (verified).
 TEST(Cadence, KeepsTheNewestAndRestoresLatest) {

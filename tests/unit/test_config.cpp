@@ -444,6 +444,45 @@ TEST(Keys, EveryRowIsAKeyOnceAndPresetsSetOnlyTableKeys) {
           << p.name << " sets " << it.key();
 }
 
+// Every preset is its framework: no preallocation (none of them fallocates), the state resident
+// in memory unless the point asks for what that cannot do, and datastates saves asynchronously.
+TEST(Presets, FrameworkSourceNoPreallocationAndAsyncDataStates) {
+  for (const auto& p : presets()) {
+    json doc = {{"model", "tiny"}, {"preset", p.name}};
+    if (p.name == "mlperf-storage") doc["model"] = {{"name", "tiny"}, {"sizing", "dlio"}};
+    const PointConfig pc = parse_config(doc).points.at(0);
+    EXPECT_FALSE(pc.preallocate) << p.name;
+    EXPECT_EQ(pc.source, SourceMode::shard) << p.name;
+    EXPECT_EQ(pc.source_basis, "preset " + p.name);
+  }
+  const PointConfig ds = parse_config({{"model", "tiny"}, {"preset", "datastates"}}).points.at(0);
+  EXPECT_EQ(ds.save_mode, SaveMode::async);
+  EXPECT_EQ(parse_config({{"model", "tiny"}, {"preset", "datastates"}, {"save_mode", "sync"}})
+                .points.at(0)
+                .save_mode,
+            SaveMode::sync);
+  // The pool where the point asks for it, or for what the resident state cannot do.
+  const PointConfig own =
+      parse_config({{"model", "tiny"}, {"preset", "torch-save"}, {"source", "pool"}}).points.at(0);
+  EXPECT_EQ(own.source, SourceMode::pool);
+  EXPECT_EQ(own.source_basis, "config");
+  const PointConfig emu =
+      parse_config({{"model", "tiny"},
+                    {"preset", "torch-save"},
+                    {"parallelism", {{"tp", 1}, {"dp", 1}, {"emulate_world", 8}}}})
+          .points.at(0);
+  EXPECT_EQ(emu.source, SourceMode::pool);
+  EXPECT_NE(emu.source_basis.find("preset torch-save, pool:"), std::string::npos);
+  EXPECT_NE(emu.source_basis.find("emulate_world"), std::string::npos);
+  // An asynchronous save snapshots the resident state; without preset or async: the pool.
+  const PointConfig as = parse_config({{"model", "tiny"}, {"save_mode", "async"}}).points.at(0);
+  EXPECT_EQ(as.source, SourceMode::shard);
+  EXPECT_EQ(as.source_basis, "save_mode async");
+  const PointConfig plain = parse_config({{"model", "tiny"}}).points.at(0);
+  EXPECT_EQ(plain.source, SourceMode::pool);
+  EXPECT_EQ(plain.source_basis, "default");
+}
+
 TEST(Keys, ChoiceRowsAcceptEveryAllowedValueAndEchoIt) {
   for (const auto& o : point_options()) {
     if (o.allowed.empty() || o.name == "backend" || o.name == "transfer") continue;
