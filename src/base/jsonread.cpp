@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -85,6 +86,56 @@ std::string printable_text(const std::string& s) {
   return r;
 }
 
+namespace {
+
+// The lines (from 1) of the key tokens with ordinals `a` and `b` (from 0, in document order):
+// a string token is a key when the next character after it that is not white space is ':'. 0 for
+// a token not found (the text may end, or break, right after the parser's last key).
+std::pair<size_t, size_t> key_lines(const std::string& text, uint64_t a, uint64_t b) {
+  size_t line = 1, la = 0, lb = 0;
+  uint64_t ordinal = 0;
+  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  for (size_t i = 0; i < text.size() && lb == 0; i++) {
+    if (text[i] == '\n') line++;
+    if (text[i] != '"') continue;
+    const size_t start = line;
+    // To the closing quote; a backslash escapes the character after it (a quote or a backslash
+    // too). The text up to the duplicate parsed: no string there holds a raw line break.
+    for (i++; i < text.size() && text[i] != '"'; i++)
+      if (text[i] == '\\') i++;
+    size_t k = i + 1;
+    while (k < text.size() && space(text[k])) k++;
+    if (k >= text.size() || text[k] != ':') continue;
+    if (ordinal == a) la = start;
+    if (ordinal == b) lb = start;
+    ordinal++;
+  }
+  return {la, lb};
+}
+
+// An object or array the parser is inside: the keys an object has had (each with its ordinal in
+// the document), the key or element index the parser is in.
+struct OpenValue {
+  bool object = false;
+  std::map<std::string, uint64_t> keys;
+  std::string key;
+  uint64_t index = 0;
+};
+
+// 'a.b[2].c': where the parser is, from the open values (the last one's key is the one named).
+std::string key_path_of(const std::vector<OpenValue>& open) {
+  std::string path;
+  for (const OpenValue& v : open) {
+    if (v.object)
+      path += (path.empty() ? "" : ".") + v.key;
+    else
+      path += "[" + std::to_string(v.index) + "]";
+  }
+  return path;
+}
+
+}  // namespace
+
 json parse_json_limited(const std::string& text, const std::string& what) {
   // nlohmann's lexer takes a NUL byte for the end of the input and would ignore what follows it;
   // no JSON text holds one (a string writes it \u0000).
@@ -94,24 +145,51 @@ json parse_json_limited(const std::string& text, const std::string& what) {
   // The callback sees each value's depth as the parser reaches it; throwing stops the parse
   // before anything deeper is built (nlohmann's parser itself keeps its own stack, not recursion).
   // It also refuses a key given twice in one object (the parser would keep the last value and
-  // drop the first without a word).
+  // drop the first without a word), naming both lines: the callback knows no position, so it
+  // counts the keys in document order and key_lines finds the two tokens in the text.
   int deepest = 0;
-  std::vector<std::set<std::string>> keys;  // the keys seen in each open object
-  std::string dup;
+  std::vector<OpenValue> open;  // the objects and arrays the parser is inside, outermost first
+  uint64_t keys_seen = 0;
+  bool duplicated = false;  // `dup` may be "", a key too
+  std::string dup, dup_path;
+  uint64_t dup_first = 0, dup_second = 0;
+  const auto element_done = [&open] {
+    if (!open.empty() && !open.back().object) open.back().index++;
+  };
   auto guard = [&](int depth, json::parse_event_t ev, json& parsed) {
     if (depth > kMaxJsonDepth) {
       deepest = depth;
       throw ConfigError("");
     }
-    if (ev == json::parse_event_t::object_start) {
-      keys.emplace_back();
-    } else if (ev == json::parse_event_t::object_end && !keys.empty()) {
-      keys.pop_back();
-    } else if (ev == json::parse_event_t::key && !keys.empty() && parsed.is_string()) {
-      if (!keys.back().insert(parsed.get<std::string>()).second) {
-        dup = parsed.get<std::string>();
-        throw ConfigError("");
-      }
+    switch (ev) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        open.emplace_back();
+        open.back().object = ev == json::parse_event_t::object_start;
+        break;
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        if (!open.empty()) open.pop_back();
+        element_done();
+        break;
+      case json::parse_event_t::value:
+        element_done();
+        break;
+      case json::parse_event_t::key:
+        if (!open.empty() && open.back().object && parsed.is_string()) {
+          OpenValue& o = open.back();
+          o.key = parsed.get<std::string>();
+          if (const auto [it, fresh] = o.keys.emplace(o.key, keys_seen); !fresh) {
+            duplicated = true;
+            dup = o.key;
+            dup_path = key_path_of(open);
+            dup_first = it->second;
+            dup_second = keys_seen;
+            throw ConfigError("");
+          }
+        }
+        keys_seen++;
+        break;
     }
     return true;
   };
@@ -123,9 +201,22 @@ json parse_json_limited(const std::string& text, const std::string& what) {
     // 406: a number beyond a double (1e999); the parser's message names it.
     throw ConfigError(what + ": a value out of range: " + text_excerpt(e.what(), 300));
   } catch (const ConfigError&) {
-    if (!dup.empty())
+    if (duplicated) {
+      const auto [la, lb] = key_lines(text, dup_first, dup_second);
+      std::vector<std::string> where;
+      if (dup_path != dup) where.push_back("'" + text_excerpt(printable_text(dup_path), 200) + "'");
+      if (la > 0 && la == lb)
+        where.push_back("both on line " + std::to_string(la));
+      else if (la > 0 && lb > 0)
+        where.push_back("lines " + std::to_string(la) + " and " + std::to_string(lb));
+      else if (la > 0)
+        where.push_back("first on line " + std::to_string(la));
+      std::string at;
+      for (const auto& w : where) at += (at.empty() ? " (" : ", ") + w;
+      if (!at.empty()) at += ")";
       throw ConfigError(what + ": the key \"" + text_excerpt(printable_text(dup), 100) +
-                        "\" appears twice in one object; give each key once");
+                        "\" appears twice in one object" + at + "; give each key once");
+    }
     if (deepest == 0) throw;
     throw ConfigError(what + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
                       " levels (arrays/objects inside each other); no ckptbench input needs "

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -156,34 +157,59 @@ json load_config(const std::string& path, const Overrides& ov,
   return doc;
 }
 
+// restore.parallelism checked as the run checks it (resolved at the job's ranks, its errors
+// "restore.parallelism.tp: ...") when the job's size `real` is known (0: dp "auto" or an emulated
+// world); otherwise at the only size it allows (its own tp*pp*dp, or its emulate_world on the
+// fewest real ranks) or, with its dp "auto" too, at the smallest (its tp*pp), which checks the
+// model's rules (heads, layers) and nothing that depends on dp.
+void validate_restore_parallelism(const PointConfig& p, const ModelDesc& m, int real) {
+  const Parallelism& rp = p.restore.parallelism;
+  int at = real;
+  if (at == 0) at = rp.emulate_world > 0 ? 1 : rp.tp * rp.pp * std::max(rp.dp, 1);
+  try {
+    resolve_parallelism(rp, at, m);
+  } catch (const ConfigError& e) {
+    throw ConfigError(std::string("restore.") + e.what());
+  }
+}
+
+// The model, sharding and plan rules of one point that need no MPI world. With the job's size
+// known (tp*pp*dp, or emulate_world, checked on the fewest real ranks, 1) all of them; with dp
+// "auto" the job has some multiple of tp*pp ranks: the model's sharding rules at the smallest,
+// tp*pp (tp divides the heads, pp the layers: no job size mends those), and none of the plan's
+// limits, which grow with dp. Validate refuses nothing a run would accept.
+void validate_point(const PointConfig& p, const PlanLimits& limits) {
+  const ModelDesc m = build_model(p.model);
+  const Parallelism& cp = p.parallelism;
+  int world = cp.emulate_world;
+  if (world == 0 && cp.dp > 0) world = cp.tp * cp.pp * cp.dp;
+  const int real = cp.emulate_world > 0 ? 0 : world;  // the job's ranks, 0 when unknown
+  if (p.restore.has_parallelism && p.restore.parallelism.emulate_world > 0)
+    check_world_limit(static_cast<uint64_t>(p.restore.parallelism.emulate_world), limits,
+                      "restore.parallelism (its world)");
+  if (world > 0) {
+    const int ranks = cp.emulate_world > 0 ? 1 : world;
+    const Parallelism par = resolve_parallelism(cp, ranks, m);
+    check_plan_limits(estimate_plan(p, m, par, ranks, point_align(p, 4096)), limits);
+    // A store's own limits (S3's parts) need the plan of the real ranks.
+    if (cp.emulate_world == 0 && find_backend(p.backend).plan_requests)
+      plan_offline_point(p, limits, world, "tp*pp*dp", 0, 0, 4096);
+  } else {
+    resolve_parallelism(cp, cp.tp * cp.pp, m);
+  }
+  if (p.restore.has_parallelism) validate_restore_parallelism(p, m, real);
+}
+
 int cmd_validate(const std::string& path, const Overrides& ov) {
   if (path.empty())
     throw ConfigError(
         "validate: no config file; give one (ckptbench validate FILE, or --config "
         "FILE)");
   RunConfig rc = parse_config(load_config(path, ov));
-  // Model and sharding rules that need no MPI world: check with the virtual world when known.
   for (size_t i = 0; i < rc.points.size(); i++) {
     const auto& p = rc.points[i];
-    ModelDesc m = build_model(p.model);
-    int world = p.parallelism.emulate_world;
-    if (world == 0 && p.parallelism.dp > 0)
-      world = p.parallelism.tp * p.parallelism.pp * p.parallelism.dp;
-    // The plan's limits, from counts alone. An emulated world is checked on the fewest real
-    // ranks (1), a job of unknown size (dp "auto") when it runs: validate refuses nothing a run
-    // would accept.
     try {
-      if (p.restore.has_parallelism && p.restore.parallelism.emulate_world > 0)
-        check_world_limit(static_cast<uint64_t>(p.restore.parallelism.emulate_world), rc.limits,
-                          "restore.parallelism (its world)");
-      if (world > 0) {
-        const int real = p.parallelism.emulate_world > 0 ? 1 : world;
-        const Parallelism par = resolve_parallelism(p.parallelism, real, m);
-        check_plan_limits(estimate_plan(p, m, par, real, point_align(p, 4096)), rc.limits);
-        // A store's own limits (S3's parts) need the plan of the real ranks.
-        if (p.parallelism.emulate_world == 0 && find_backend(p.backend).plan_requests)
-          plan_offline_point(p, rc.limits, world, "tp*pp*dp", 0, 0, 4096);
-      }
+      validate_point(p, rc.limits);
     } catch (const ConfigError& e) {
       if (rc.points.size() == 1) throw;
       throw ConfigError("point " + std::to_string(i + 1) + " " + json_excerpt(p.params, 300) +

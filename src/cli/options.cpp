@@ -122,12 +122,13 @@ const std::vector<Preset>& presets() {
 const nlohmann::json& default_config() {
   static const nlohmann::json j = nlohmann::json::parse(R"({
     "name": "default",
-    "comment": "Llama-2-7B training state (bf16 weights, fp32 master, Adam) scaled 1/256, TP2 x DP auto, ZeRO-1, DeepSpeed-style file per shard, POSIX pwrite/pread with O_DIRECT, 1 MiB transfers.",
+    "comment": "Llama-2-7B training state (bf16 weights, fp32 master, Adam) scaled 1/256, TP2 x DP auto, ZeRO-1, DeepSpeed-style file per shard, POSIX pwrite/pread with O_DIRECT, each file's tensors streamed back to back in 1 MiB transfers.",
     "model": {"name": "llama2-7b", "scale": 0.00390625},
     "parallelism": {"tp": 2, "pp": 1, "dp": "auto", "zero_stage": 1},
     "layout": "file-per-shard",
     "backend": "posix",
     "block_size": "1M",
+    "transfer": "stream",
     "direct": true,
     "sync": "end",
     "repetitions": 3,
@@ -331,7 +332,6 @@ void check_backend(PointConfig& p, const std::string& transfer) {
   bf.validate(p);
 }
 
-PointConfig parse_point(const json& pj_in) {
 // A framework writes from the state it holds in memory and loads into memory of its own, and an
 // asynchronous save snapshots that state: with a preset or save_mode "async", source "shard"
 // unless the point sets a source or asks for what "shard" cannot do (then the bounded pool, and
@@ -358,6 +358,7 @@ void default_source(PointConfig& p, const json& pj_in, const json& pj) {
   }
 }
 
+PointConfig parse_point(const json& pj_in) {
   PointConfig p;
   const json pj = apply_preset(pj_in);
   ObjectReader r(pj, "");

@@ -69,6 +69,17 @@ expect "--read-assign loader on another rank count" "dcp: the DCP checkpoint . w
 expect "target_fs not mounted" "'target_fs' is \"cephfs\", but the target '$work/empty' is on" "${MPI[@]}" -n 2 "$BIN" run --config "$(cfg ok "{$base}")" --target "$work/empty" --set target_fs=cephfs -o "$work/tfs.json"
 expect "validate unknown key" "unknown key 'blok_size'" "$BIN" validate "$(cfg k "{$base, \"blok_size\": \"1M\"}")"
 expect "refuse system dir" "refusing a system directory" "$BIN" run --target /usr
+# A key given twice at any depth: refused with the lines of both.
+printf '{\n  "model": "tiny",\n  "parallelism": {\n    "tp": 1,\n    "tp": 2\n  }\n}\n' > "$work/dupkey.json"
+expect "validate duplicated nested key" "the key \"tp\" appears twice in one object ('parallelism.tp', lines 4 and 5)" "$BIN" validate "$work/dupkey.json"
+# validate refuses what every run would refuse, also when dp is "auto" (the job size unknown):
+# tp 3 does not divide llama2-7b's 32 attention heads, saved or restored at that tp.
+expect "validate tp not dividing the heads, dp auto" "parallelism.tp: tp 3 does not divide the attention heads (32) of model llama2-7b" "$BIN" validate "$(cfg tp3 '{"model": "llama2-7b", "parallelism": {"tp": 3, "dp": "auto"}}')"
+expect "validate restore tp not dividing the heads, dp auto" "restore.parallelism.tp: tp 3 does not divide the attention heads (32) of model llama2-7b" "$BIN" validate "$(cfg rtp3 '{"model": "llama2-7b", "parallelism": {"tp": 2, "dp": "auto"}, "restore": {"parallelism": {"tp": 3}}}')"
+for c in '"parallelism": {"tp": 2, "dp": "auto"}' '"parallelism": {"tp": 2, "dp": "auto"}, "restore": {"parallelism": {"tp": 4}}'; do
+  if out="$("$BIN" validate "$(cfg tp2 "{\"model\": \"llama2-7b\", $c}")" 2>&1)"; then ok "validate llama2-7b $c"
+  else bad "validate llama2-7b $c: $out"; fi
+done
 # A valid config validates with exit 0.
 if "$BIN" validate "$(cfg ok "{$base}")" >/dev/null; then ok "validate ok"; else bad "validate ok"; fi
 summary

@@ -23,6 +23,67 @@ while IFS= read -r f; do
 done < <(find "$SRC/configs" -name '*.json' | sort)
 [ "$n" -ge 10 ] || bad "expected the example configs under configs/, found $n"
 
+# 1b. No shipped config (nor the embedded default) warns about its own settings: `plan` prints no
+# note (block_size beyond every contiguous run, so it has no effect) unless the config's comment
+# says why that warning is expected (names the warning and block_size). dp "auto" configs are
+# planned at the 4 ranks they are meant for.
+"$BIN" default-config > "$work/default.json" || bad "ckptbench default-config failed"
+while IFS= read -r f; do
+  rel="${f#"$SRC"/}"
+  [ "$f" = "$work/default.json" ] && rel="the default config (ckptbench default-config)"
+  out="$("$BIN" plan -c "$f" 2>&1)"; code=$?
+  if [ "$code" -ne 0 ] && grep -q "the job size is unknown" <<< "$out"; then
+    out="$("$BIN" plan -c "$f" --world 4 2>&1)"; code=$?
+  fi
+  if [ "$code" -ne 0 ]; then
+    if grep -q "cannot be used: not built (configure with" <<< "$out"; then
+      echo "skip plan notes of $rel: $out"
+    else bad "plan $rel: exit $code: $out"; fi
+    continue
+  fi
+  notes="$(grep -E 'note:|warning|has no effect' <<< "$out")"
+  comment="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("comment", ""))' "$f")"
+  if [ -z "$notes" ]; then ok "plan $rel: no warning"
+  elif grep -q "warning" <<< "$comment" && grep -q "block_size" <<< "$comment"; then
+    ok "plan $rel: $(grep -c . <<< "$notes") note(s), expected by its comment"
+  else bad "plan $rel warns, and its comment does not say why: $(sort -u <<< "$notes")"; fi
+done < <(find "$SRC/configs" -name '*.json' | sort; echo "$work/default.json")
+
+# 1c. The stripe sweep moves transfers at least as large as each point's stripe: block_size is no
+# smaller than stripe_size, and the typical transfer (the median's power-of-two bucket of
+# plan.transfers.transfer_size_histogram) is no smaller either.
+stripes="$SRC/configs/sweep-stripes.json"
+if ! out="$("$BIN" plan -c "$stripes" --world 4 --json 2>&1)"; then
+  if grep -q "cannot be used: not built (configure with" <<< "$out"; then echo "skip stripe transfers: $out"
+  else bad "plan sweep-stripes.json: $out"; fi
+elif echo "$out" > "$work/stripes-plan.json" && res="$(python3 - "$work/stripes-plan.json" 2>&1 <<'PY'
+import json, sys
+units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+def size(v):
+    if isinstance(v, int):
+        return v
+    v = v.strip().upper().replace("IB", "").replace("B", "")
+    return int(v[:-1]) * units[v[-1]] if v[-1] in units else int(v)
+bad, n = [], 0
+for p in json.load(open(sys.argv[1]))["points"]:
+    stripe = size(p["params"]["stripe_size"])
+    t = p["transfers"]
+    hist = sorted((int(k[2:]), c) for k, c in t["transfer_size_histogram"].items())
+    seen, median = 0, None
+    for k, c in hist:
+        seen += c
+        if median is None and 2 * seen >= t["transfers"]:
+            median = 1 << k
+    n += 1
+    if p["block_size"] < stripe or median is None or median < stripe:
+        bad.append(f"point {p['index']} {p['params']}: block_size {p['block_size']}, "
+                   f"typical transfer {median} bytes, stripe_size {stripe}")
+print("\n".join(bad) if bad else f"{n} points")
+sys.exit(1 if bad or n == 0 else 0)
+PY
+)"; then ok "sweep-stripes.json: transfers as large as the stripes ($res)"
+else bad "sweep-stripes.json: transfers smaller than the stripes: $res"; fi
+
 # 2. The validator's accepted keys, section by section, from its own error message.
 # probe SECTION JSON: runs validate on JSON (which holds one undocumented key) and prints the
 # allowed keys one per line; fails the test if the key is not rejected with exit 2.

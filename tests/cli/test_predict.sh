@@ -127,8 +127,9 @@ n="$("$PY" -c 'import json,sys; q=json.load(open(sys.argv[1]))["points"][0]["pre
 chk="$("$PY" -c "$check" "$work/x.json" "$work/report.json" 2>&1)"
 [ "$chk" = good ] && ok "extrapolated prediction adds up" || bad "extrapolated: $chk"
 
-# 4. Text output: the prediction lines after each point's text.
-out="$("$BIN" plan -c "$SRC/configs/quickstart.json" --world 16 --predict "$work/report.json" 2>&1)"; code=$?
+# 4. Text output: the prediction lines after each point's text (per-tensor: the transfer note).
+out="$("$BIN" plan -c "$SRC/configs/quickstart.json" --world 16 --set transfer=per-tensor \
+  --predict "$work/report.json" 2>&1)"; code=$?
 [ $code = 0 ] && grep -q "^predictions: the model in $work/report.json (measured on 1 node(s) x 4 ranks, ext4)" <<< "$out" &&
   grep -Eq "^  predicted save [0-9.e+-]+ s \(fixed [0-9.e+-]+ s; data [0-9.e+-]+ s, bound: (rank|node|aggregate); creates [0-9.e+-]+ s; sync [0-9.e+-]+ s\), restore [0-9.e+-]+ s \(fixed [0-9.e+-]+ s; data [0-9.e+-]+ s, bound: (rank|node|aggregate); opens [0-9.e+-]+ s\)$" <<< "$out" &&
   grep -q "^  prediction note: ranks_per_node is not set: all 16 ranks are taken as one node" <<< "$out" &&
