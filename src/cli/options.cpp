@@ -537,6 +537,13 @@ RunConfig parse_config(const json& doc) {
   expand_points(base, axes, exclude, rc);
   if (rc.points.empty())
     throw ConfigError("'exclude': every sweep point is excluded; nothing to run");
+  // verify not given: a framework checks what it loaded once its load has returned, so where
+  // every point holds its state in memory as the framework does (source "shard": a preset's
+  // default), the check comes after the timed restore; else inline.
+  if (!doc.contains("verify") && rc.verify &&
+      std::all_of(rc.points.begin(), rc.points.end(),
+                  [](const PointConfig& p) { return p.source == SourceMode::shard; }))
+    rc.verify_after = true;
   check_verify_after(rc);
   rc.resolved = resolved_run(rc, sweep, exclude);
   return rc;

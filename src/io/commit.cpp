@@ -6,8 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,15 +23,48 @@ namespace ckpt {
 
 namespace {
 
-// The commit records (FileSpec::commit) this rank lists, in id order, written or read with plain
+// The records (FileSpec::role not data) this rank lists, in id order, written or read with plain
 // POSIX calls whatever the backend.
 class CommitRecords {
  public:
-  explicit CommitRecords(PhaseContext& ctx)
-      : ctx_(ctx),
-        rec_(*ctx.rec),
-        files_(ctx.io->files),
-        commits_(files_in_id_order(files_, true)) {}
+  explicit CommitRecords(PhaseContext& ctx) : ctx_(ctx), rec_(*ctx.rec), files_(ctx.io->files) {
+    for (size_t i : files_in_id_order(files_, true)) by_role_[files_[i].role].push_back(i);
+  }
+
+  // A prologue or a trailer: its writer writes it with Python's open(path, "wb") (truncating)
+  // and write, and does not sync it.
+  void write_plain(FileRole role) {
+    DirFd hold;
+    const int dirfd = dir_fd(hold);
+    Buffer& buf = ctx_.pool->at(0);
+    for (size_t i : by_role_[role]) {
+      const FileSpec& f = files_[i];
+      if (!f.create) continue;
+      const std::string shown = ctx_.dir + "/" + f.path;
+      double t0 = now_s();
+      const int fd = open_beneath(dirfd, f.path, O_WRONLY | O_CREAT | O_CLOEXEC);
+      if (fd < 0) throw IoError("create '" + shown + "': " + beneath_error(-fd));
+      rec_.metadata();
+      rec_.count(Counter::files_created);
+      rec_.add_time(Step::open, now_s() - t0);
+      try {
+        t0 = now_s();
+        TransferCursor c(f, ctx_.cfg->block_size, ctx_.cfg->transfer, false);
+        Transfer t;
+        while (c.next(t)) {
+          std::byte* data = ctx_.data->produce(f, t, buf);
+          const uint64_t n0 = now_ns();
+          pio_all(fd, true, data, t.offset, t.len, shown, nullptr);
+          rec_.op(t.len, now_ns() - n0);
+        }
+        rec_.add_time(Step::io, now_s() - t0);
+      } catch (...) {
+        ::close(fd);
+        throw;
+      }
+      close_record(fd, shown);
+    }
+  }
 
   // DCP's FileSystemWriter.finish (torch/distributed/_shard/checkpoint/filesystem.py in 1.13,
   // torch/distributed/checkpoint/filesystem.py from 2.0): pickle.dump into <path>.tmp, fsync,
@@ -38,7 +73,7 @@ class CommitRecords {
     DirFd hold;
     const int dirfd = dir_fd(hold);
     Buffer& buf = ctx_.pool->at(0);
-    for (size_t i : commits_) {
+    for (size_t i : by_role_[FileRole::commit]) {
       const FileSpec& f = files_[i];
       if (!f.create) continue;
       const std::string tmp = f.path + ".tmp", shown = ctx_.dir + "/" + tmp;
@@ -87,11 +122,14 @@ class CommitRecords {
     }
   }
 
-  // DCP's FileSystemReader.read_metadata: every rank opens the record and unpickles it through a
-  // buffered reader (FileSpec::read_reqs), before any data file.
-  void read() {
+  // Every rank reads the records of `role` before any data file (DCP's
+  // FileSystemReader.read_metadata unpickles .metadata through a buffered reader:
+  // FileSpec::read_reqs); trailers the last written first.
+  void read(FileRole role) {
     Buffer& buf = ctx_.pool->at(0);
-    for (size_t i : commits_) {
+    std::vector<size_t> order = by_role_[role];
+    if (role == FileRole::trailer) std::reverse(order.begin(), order.end());
+    for (size_t i : order) {
       const FileSpec& f = files_[i];
       const std::string shown = ctx_.dir + "/" + f.path;
       double t0 = now_s();
@@ -124,7 +162,7 @@ class CommitRecords {
   PhaseContext& ctx_;
   PhaseRecorder& rec_;
   const std::vector<FileSpec>& files_;
-  const std::vector<size_t> commits_;  // the commit records this rank lists, in id order
+  std::map<FileRole, std::vector<size_t>> by_role_;  // the records this rank lists, in id order
 
   int dir_fd(DirFd& hold) const {
     if (ctx_.dirfd >= 0) return ctx_.dirfd;
@@ -186,9 +224,14 @@ void run_commit_stages(PhaseContext& ctx, std::exception_ptr& err,
   };
   CommitRecords records(ctx);
   if (!save) {
-    stage([&] { records.read(); });
+    stage([&] {
+      records.read(FileRole::trailer);
+      records.read(FileRole::prologue);
+      records.read(FileRole::commit);
+    });
     meet("after reading the commit records");
   } else {
+    stage([&] { records.write_plain(FileRole::prologue); });
     meet("before writing the data files");
   }
   stage(data_files);
@@ -196,6 +239,7 @@ void run_commit_stages(PhaseContext& ctx, std::exception_ptr& err,
     meet("before writing the commit records");
     stage([&] { records.write(); });
     meet("after writing the commit records");
+    stage([&] { records.write_plain(FileRole::trailer); });
   } else {
     meet("after reading the data files");
   }

@@ -10,6 +10,12 @@ namespace ckpt {
 namespace {
 // Waits inside a timed phase are normally short: test without sleeping for this long first.
 constexpr double kDataSpinS = 0.05;
+
+// The part of a text file's content [offset, offset + len) covers: {first byte, bytes}.
+std::pair<uint64_t, uint64_t> text_range(const std::string& text, uint64_t offset, uint64_t len) {
+  if (offset >= text.size()) return {0, 0};
+  return {offset, std::min<uint64_t>(len, text.size() - offset)};
+}
 }  // namespace
 
 void RankDataPath::begin_phase(Phase phase, const StallGuard* stall, uint64_t fail_at) {
@@ -34,6 +40,12 @@ void RankDataPath::injected_fault(const FileSpec& f, const Transfer& t) const {
 std::byte* RankDataPath::produce(const FileSpec& f, const Transfer& t, Buffer& buf) {
   if (fail_at_ != 0 && ++transfers_ == fail_at_) injected_fault(f, t);
   std::byte* p = stage_pattern(p_, buf, f.id, t.offset, t.len);
+  if (!f.text.empty()) {
+    // A tracker file: its text, not the pattern.
+    const auto [lo, n] = text_range(f.text, t.offset, t.len);
+    std::memcpy(p, f.text.data() + lo, n);
+    buf.taint(static_cast<uint64_t>(p - buf.data), static_cast<uint64_t>(p - buf.data) + n);
+  }
   for_each_piece(f, t, [&](const Extent& e, uint64_t pos, uint64_t n, uint64_t at) {
     if (!remote(e)) return;
     recv(p + at, n, e.source, f.path, e.offset + pos);
@@ -54,12 +66,12 @@ void RankDataPath::consume(const FileSpec& f, const Transfer& t, Buffer& buf) {
     if (remote(e))
       send(buf.data + at, n, e.source);
     else
-      check(f.id, f.path, e, pos, buf.data + at, n);
+      check(f.id, f.path, e, pos, buf.data + at, n, f.text);
   });
 }
 
 void RankDataPath::check(uint32_t file_id, const std::string& path, const Extent& e, uint64_t pos,
-                         const std::byte* data, uint64_t n) {
+                         const std::byte* data, uint64_t n, const std::string& text) {
   if (!verify_) return;
   const uint64_t k = pos >= e.length ? 0 : std::min(n, e.length - pos);
   if (k == 0) return;
@@ -73,10 +85,17 @@ void RankDataPath::check(uint32_t file_id, const std::string& path, const Extent
         return;
       }
     }
-    deferred_.push_back({file_id, &path, &e, pos, k, data});
+    deferred_.push_back({file_id, &path, text.empty() ? nullptr : &text, &e, pos, k, data});
     return;
   }
-  auto bad = p_.check({data, k}, file_id, e.offset + pos);
+  std::optional<uint64_t> bad;
+  if (!text.empty()) {
+    const auto [lo, m] = text_range(text, e.offset + pos, k);
+    for (uint64_t i = 0; i < k && !bad; i++)
+      if (i >= m || data[i] != static_cast<std::byte>(text[lo + i])) bad = i;
+  } else {
+    bad = p_.check({data, k}, file_id, e.offset + pos);
+  }
   if (bad) {
     uint64_t off = e.offset + pos + *bad;
     throw IoError("verify failed: file '" + dir_ + "/" + path + "' byte offset " +
@@ -90,7 +109,9 @@ void RankDataPath::run_deferred_checks() {
   defer_into_ = loaded_ = nullptr;  // deferring ends: check() verifies at once now
   std::vector<Deferred> todo;
   todo.swap(deferred_);
-  for (const Deferred& d : todo) check(d.file_id, *d.path, *d.e, d.pos, d.data, d.n);
+  static const std::string none;
+  for (const Deferred& d : todo)
+    check(d.file_id, *d.path, *d.e, d.pos, d.data, d.n, d.text != nullptr ? *d.text : none);
 }
 
 void RankDataPath::send(const std::byte* data, uint64_t len, int dest) {

@@ -63,10 +63,10 @@ std::vector<size_t> files_in_id_order(const std::vector<FileSpec>& files) {
   return v;
 }
 
-std::vector<size_t> files_in_id_order(const std::vector<FileSpec>& files, bool commit) {
+std::vector<size_t> files_in_id_order(const std::vector<FileSpec>& files, bool records) {
   std::vector<size_t> v;
   for (size_t i : files_in_id_order(files))
-    if (files[i].commit == commit) v.push_back(i);
+    if ((files[i].role != FileRole::data) == records) v.push_back(i);
   return v;
 }
 

@@ -233,8 +233,8 @@ std::vector<RankIo> regroup_reads(const IoPlan& saved, int new_world) {
     const size_t r = static_cast<size_t>(s.rank) % N;
     out[r].vranks.insert(out[r].vranks.end(), s.vranks.begin(), s.vranks.end());
     for (const FileSpec& f : s.files) {
-      // A commit record's readers' copies (FileSpec::commit): its writer's extents suffice.
-      if (f.extents.empty() || (f.commit && !f.create)) continue;
+      // A record's readers' copies (FileSpec::role): its writer's extents suffice.
+      if (f.extents.empty() || (f.role != FileRole::data && !f.create)) continue;
       FileSpec& g = files[r][f.id];
       if (g.extents.empty()) {
         g.id = f.id;

@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <span>
@@ -24,7 +25,11 @@ ShardMemory::ShardMemory(const RankIo& io, const Pattern* fill) {
                   std::strerror(errno) + " (the state must fit in host memory; use source pool)");
   base_ = static_cast<std::byte*>(p);
   if (!fill) return;
-  for (const auto& f : io.files) fill->fill(std::span<std::byte>(at(f.id, 0), f.size), f.id, 0);
+  for (const auto& f : io.files) {
+    fill->fill(std::span<std::byte>(at(f.id, 0), f.size), f.id, 0);
+    // A tracker file holds its text (FileSpec::text), as the data path writes it.
+    std::memcpy(at(f.id, 0), f.text.data(), std::min<uint64_t>(f.text.size(), f.size));
+  }
 }
 
 ShardMemory::~ShardMemory() {

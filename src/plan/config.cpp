@@ -64,6 +64,9 @@ PlanInput plan_input(const PointConfig& pc, const ModelDesc& model, const Parall
   in.layout.align = align;
   in.layout.pad_to_align = pads_to_align(pc);
   in.layout.region_align = region_align_bytes(pc, align);
+  // Several checkpoints: the plan is the newest one's (step 100 x checkpoints, what a restore
+  // reads); the saves before it are that plan under their own step (checkpoints.cpp).
+  in.layout.step = checkpoint_step(pc, pc.checkpoints - 1);
   in.real_world = real_world;
   in.node_of_rank = std::move(node_of_rank);
   return in;

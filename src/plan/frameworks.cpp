@@ -26,9 +26,13 @@ struct Ctx {
     return shards[static_cast<size_t>(it.vrank)].shards[static_cast<size_t>(it.shard)];
   }
   void dir(const std::string& d) { dirs.insert(d); }
+  // A tracker file rank 0 writes with this content (FwFile::text).
+  void text_file(std::string path, const std::string& text) {
+    out.files.push_back({std::move(path), 0, {}, text.size(), FileRole::trailer, text});
+  }
   void file(std::string path, int writer, std::vector<FwItem> items, uint64_t meta) {
     if (items.empty() && meta == 0) return;
-    out.files.push_back({std::move(path), writer, std::move(items), meta});
+    out.files.push_back({std::move(path), writer, std::move(items), meta, FileRole::data, {}});
   }
   std::vector<FwItem> items_of(int v, bool weights) const {
     std::vector<FwItem> r;
@@ -62,7 +66,7 @@ uint64_t pipe_spec_index(const ModelDesc& m, const TensorDesc& t) {
 void deepspeed(Ctx& c) {
   const auto& p = c.par();
   const bool pipe = p.pp > 1;
-  const std::string tag = "global_step1";
+  const std::string tag = framework_step_dir(LayoutKind::deepspeed, c.in.layout.step);
   if (pipe && p.zero_stage >= 2)
     throw ConfigError(
         "parallelism.zero_stage: DeepSpeed's pipeline engine runs ZeRO stage 0 or 1 only (pp " +
@@ -130,7 +134,7 @@ void deepspeed(Ctx& c) {
   // Global rank 0: zero_to_fp32.py next to the tag directory (_copy_recovery_script, after the
   // ZeRO file), then the `latest` file holding the tag.
   if (any_optim_file) c.file("zero_to_fp32.py", 0, {}, kDeepSpeedRecoveryScriptBytes);
-  c.file("latest", 0, {}, tag.size());
+  c.text_file("latest", tag);
 }
 
 // ---- Megatron-LM legacy format (megatron/training/checkpointing.py, ckpt_format "torch") ----
@@ -141,7 +145,7 @@ void megatron_legacy(Ctx& c) {
     throw ConfigError(
         "parallelism.zero_stage: Megatron-LM's distributed optimizer shards the "
         "optimizer state only (ZeRO stage 1); use zero_stage 0 or 1");
-  const std::string iter = "iter_0000001";
+  const std::string iter = framework_step_dir(LayoutKind::megatron, c.in.layout.step);
   c.dir(iter);
   for (int v = 0; v < c.V(); ++v) {
     const RankCoord& rc = c.shards[static_cast<size_t>(v)].coord;
@@ -170,7 +174,7 @@ void megatron_legacy(Ctx& c) {
       c.file(d + "/distrib_optim.pt", v, std::move(all), torch_save_meta(m));
     }
   }
-  c.file("latest_checkpointed_iteration.txt", 0, {}, 1);
+  c.text_file("latest_checkpointed_iteration.txt", std::to_string(c.in.layout.step));
 }
 
 // ---- PyTorch DCP (torch/distributed/checkpoint/filesystem.py, _dedup_save_plans.py) ----
@@ -248,21 +252,24 @@ void dcp_files(Ctx& c, const std::string& dir, int threads, bool largest_first_s
   // .finish: .metadata.tmp, fsync, rename, after save_state_dict's all_reduce); every rank reads
   // it first on restore (FileSystemReader.read_metadata in load_state_dict's local_step).
   c.file(prefix + ".metadata", 0, {}, kDcpMetadataBaseBytes + kDcpMetadataItemBytes * items);
-  c.out.files.back().commit = true;
+  c.out.files.back().role = FileRole::commit;
 }
 
 void torch_dcp(Ctx& c) { dcp_files(c, "", 1, false); }
 
-// Megatron-LM torch_dist format (megatron/core/dist_checkpointing): rank 0 writes common.pt, every
-// rank its DCP files (TorchDistSaveShardedStrategy, thread_count 2) with replicated tensors spread
-// over the data-parallel ranks (fully parallel save), then .metadata and metadata.json.
+// Megatron-LM torch_dist format (megatron/core/dist_checkpointing/serialization.py, save): rank 0
+// torch.saves common.pt (save_common, before the sharded save), every rank its DCP files
+// (TorchDistSaveShardedStrategy, thread_count 2) with replicated tensors spread over the
+// data-parallel ranks (fully parallel save), DCP's .metadata, then rank 0's metadata.json
+// (metadata_finalize_fn: save_config) and the tracker (megatron/training/checkpointing.py).
 void megatron_dist(Ctx& c) {
-  const std::string iter = "iter_0000001";
+  const std::string iter = framework_step_dir(LayoutKind::megatron_dist, c.in.layout.step);
   c.dir(iter);
   c.file(iter + "/common.pt", 0, {}, kTrainerStateBytes);
+  c.out.files.back().role = FileRole::prologue;
   dcp_files(c, iter, 2, true);
-  c.file(iter + "/metadata.json", 0, {}, 64);
-  c.file("latest_checkpointed_iteration.txt", 0, {}, 1);
+  c.text_file(iter + "/metadata.json", kMegatronDistConfigJson);
+  c.text_file("latest_checkpointed_iteration.txt", std::to_string(c.in.layout.step));
 }
 
 // ---- TorchSnapshot (torchsnapshot/snapshot.py, io_preparer.py, partitioner.py, batcher.py) ----
@@ -349,7 +356,7 @@ void dlio(Ctx& c) {
     throw ConfigError(
         "layout 'dlio': needs model.sizing \"dlio\" (DLIO's files hold DLIO's "
         "layer tensors); set it, or use an mlperf-* zoo model");
-  const std::string d = kDlioCheckpointDir;
+  const std::string d = framework_step_dir(LayoutKind::dlio, c.in.layout.step);
   c.dir(d);
   const bool zero12 = p.zero_stage == 1 || p.zero_stage == 2;
   for (int v = 0; v < c.V(); ++v) {
@@ -378,6 +385,49 @@ void dlio(Ctx& c) {
 }
 
 }  // namespace
+
+std::string framework_step_dir(LayoutKind k, uint64_t step) {
+  switch (k) {
+    case LayoutKind::deepspeed:
+      return "global_step" + std::to_string(step);  // engine.py: tag = f"global_step{steps}"
+    case LayoutKind::megatron:
+    case LayoutKind::megatron_dist:
+      return format_text("iter_%07llu", static_cast<unsigned long long>(step));
+    case LayoutKind::dlio:
+      return "global_epoch1_step" + std::to_string(step);
+    default:
+      return "";
+  }
+}
+
+void move_plan_to_step(IoPlan& plan, LayoutKind k, uint64_t from, uint64_t to) {
+  const std::string a = framework_step_dir(k, from), b = framework_step_dir(k, to);
+  if (a.empty() || from == to) return;
+  const std::string fa = std::to_string(from), fb = std::to_string(to);
+  auto moved = [&](std::string& p) {
+    if (p == a)
+      p = b;
+    else if (p.rfind(a + "/", 0) == 0)
+      p = b + p.substr(a.size());
+  };
+  for (auto& d : plan.dirs) moved(d);
+  plan.step_dir = b;
+  for (auto& r : plan.ranks)
+    for (auto& f : r.files) {
+      moved(f.path);
+      if (f.text.empty()) continue;
+      const std::string text = f.text == a ? b : f.text == fa ? fb : f.text;
+      f.text = text;
+      f.size = 0;
+      for (auto& e : f.extents) {  // the size as layout.cpp sets it: the end of the last extent
+        r.transfer_bytes -= e.padded;
+        if (e.padded == e.length) e.padded = text.size();
+        e.length = text.size();
+        r.transfer_bytes += e.padded;
+        f.size = std::max(f.size, e.offset + e.padded);
+      }
+    }
+}
 
 bool is_framework_layout(LayoutKind k) {
   switch (k) {

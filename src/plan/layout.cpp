@@ -128,8 +128,9 @@ struct GFile {
   bool torch_save = false;
   uint64_t objects = 0;
   std::vector<Req> write_reqs, read_reqs;
-  bool commit = false;    // FileSpec::commit
-  int index_writer = -1;  // real rank writing the footer index (-1: no index)
+  FileRole role = FileRole::data;  // FileSpec::role
+  std::string text;                // FileSpec::text
+  int index_writer = -1;           // real rank writing the footer index (-1: no index)
   uint64_t index_len = 0;
 };
 
@@ -296,11 +297,15 @@ struct Builder {
     for (const auto& ff : fw.files) {
       GFile f;
       f.path = ff.path;
-      f.commit = ff.commit;
+      f.role = ff.role;
+      f.text = ff.text;
       uint64_t cursor = 0;
       const int writer = real_of(ff.writer);
       for (const auto& it : ff.items) append(f, cursor, it.vrank, {it.shard}, writer);
       if (ff.meta_bytes > 0) add_meta(f, cursor, ff.meta_bytes, writer);
+      // Records go beside the backend with plain POSIX calls: never padded (FileRole).
+      if (f.role != FileRole::data)
+        for (auto& e : f.extents) e.padded = e.length;
       // The torch.save files of these frameworks: those holding tensors (not latest,
       // zero_to_fp32.py or DCP's files); their meta bytes less torch.save's own estimate
       // are the pickled trainer state.
@@ -549,17 +554,18 @@ struct Builder {
         fs.writers = writers;
         fs.write_reqs = f.write_reqs;
         fs.read_reqs = f.read_reqs;
-        fs.commit = f.commit;
+        fs.role = f.role;
+        fs.text = f.text;
         for (const auto& e : ex) plan.ranks[r].transfer_bytes += e.padded;
         fs.extents = std::move(ex);
         plan.ranks[r].files.push_back(std::move(fs));
       }
-      // A commit record: every other rank reads it on restore (its own copy of the extents, so
-      // it verifies them itself); it never writes it.
-      if (f.commit) {
+      // A record (FileRole): every other rank reads it on restore (its own copy of the extents,
+      // so it verifies them itself); it never writes it.
+      if (f.role != FileRole::data) {
         if (writers.size() != 1 || leader >= 0)
-          throw Error("layout: commit record '" + f.path + "' needs exactly one writer");
-        plan.commit = true;
+          throw Error("layout: record '" + f.path + "' needs exactly one writer");
+        if (f.role == FileRole::commit) plan.commit = true;
         for (int r = 0; r < N; r++) {
           if (r == writers.front()) continue;
           FileSpec fs;
@@ -569,7 +575,8 @@ struct Builder {
           fs.writers = writers;
           fs.read_reqs = f.read_reqs;
           fs.write_reqs = f.write_reqs;
-          fs.commit = true;
+          fs.role = f.role;
+          fs.text = f.text;
           fs.extents = f.extents;
           for (auto& e : fs.extents) e.source = r;
           plan.ranks[r].files.push_back(std::move(fs));
@@ -643,6 +650,7 @@ IoPlan make_plan(const PlanInput& in) {
   b.chunk();
   b.distribute();
   plan.dirs.assign(b.dirs.begin(), b.dirs.end());
+  plan.step_dir = framework_step_dir(in.layout.kind, in.layout.step);
   auto& st = plan.stats;
   st.dirs = plan.dirs.size();
   uint64_t mn = UINT64_MAX, mx = 0, sum = 0;

@@ -11,19 +11,26 @@
 //        blocked = snapshot + flush_wait; durable = from the snapshot's start to the synced flush.
 //        With staging smaller than the state, the flush copies the next window in when it needs
 //        it and training stays blocked until the last window is staged.
-// Several checkpoints go to global_step<100 k>/ directories; after each is durable, rank 0 writes
-// `latest` (the tag, as DeepSpeed does) and, with keep_last K, removes the oldest beyond K
-// (timed: on Lustre a many-file checkpoint's deletion is a metadata storm).
+// Several checkpoints go where the framework puts them, one directory per step (step_tag): a
+// framework layout's own step directory with its own tracker file written by the save (DeepSpeed
+// global_stepN/ and `latest`, Megatron-LM iter_NNNNNNN/ and latest_checkpointed_iteration.txt,
+// DLIO global_epoch1_stepN/), step-N/ for DCP and TorchSnapshot (no tracker), global_stepN/ for
+// the generic layouts, after each of which rank 0 writes `latest` (the tag, as DeepSpeed does).
+// With keep_last K, rank 0 removes the oldest beyond K once the newest is durable (timed: on
+// Lustre a many-file checkpoint's deletion is a metadata storm).
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <set>
 
 #include "ckptbench/base/error.hpp"
 #include "ckptbench/base/units.hpp"
 #include "ckptbench/fs/beneath.hpp"
 #include "ckptbench/io/lifecycle.hpp"
+#include "ckptbench/plan/frameworks.hpp"
 #include "ckptbench/run/execution.hpp"
 
 namespace ckpt {
@@ -71,8 +78,57 @@ void write_latest(int rep_fd, const std::string& rep_dir, const std::string& tag
     throw IoError("write '" + shown + "': " + (w < 0 ? errno_text(err) : "short write"));
 }
 
-std::string step_tag(int k) {  // k: 0-based checkpoint
-  return "global_step" + std::to_string(100 * (k + 1));
+// Where checkpoint k (0-based) of several goes, relative to the repetition directory: the
+// framework's own step directory (DeepSpeed global_stepN/, Megatron-LM iter_NNNNNNN/, DLIO
+// global_epoch1_stepN/: the plan's files are moved there, move_plan_to_step); for the DCP and
+// TorchSnapshot layouts, whose files are the checkpoint directory's own, one directory per step
+// as torchtitan names them (step-N/); for the generic layouts global_stepN/ with `latest`.
+std::string step_tag(const PointConfig& pc, int k) {
+  const uint64_t step = checkpoint_step(pc, k);
+  const std::string own = framework_step_dir(pc.layout.kind, step);
+  if (!own.empty()) return own;
+  if (pc.layout.kind == LayoutKind::torch_dcp || pc.layout.kind == LayoutKind::torchsnapshot)
+    return "step-" + std::to_string(step);
+  return "global_step" + std::to_string(step);
+}
+
+// The generic layouts get the tool's own `latest` (DeepSpeed's convention); a framework writes
+// its tracker itself (in the plan) or has none (DCP, TorchSnapshot).
+bool writes_own_latest(const PointConfig& pc) { return !is_framework_layout(pc.layout.kind); }
+
+// The framework's step directories (plan.step_dir): checkpoint k's files are the plan's moved to
+// step k's directory. Restores the newest step's plan (the one a restore reads) on every way out.
+class StepPlan {
+ public:
+  StepPlan(PointRun& pt) : pt_(pt), final_(checkpoint_step(pt.pc, pt.pc.checkpoints - 1)) {}
+  ~StepPlan() { to(final_); }
+  bool active() const { return !pt_.prep.plan.step_dir.empty() && pt_.pc.checkpoints > 1; }
+  void to(uint64_t step) {
+    if (!active() || step == at_) return;
+    move_plan_to_step(pt_.prep.plan, pt_.pc.layout.kind, at_, step);
+    at_ = step;
+  }
+
+ private:
+  PointRun& pt_;
+  uint64_t final_, at_ = final_;
+};
+
+// Before checkpoint k > 0 of a framework's step directories: the files an earlier save left
+// outside them (DeepSpeed's `latest` and zero_to_fp32.py, Megatron's tracker), which the
+// framework rewrites in place at every save, are removed by their writer (untimed): the run
+// creates every file it writes exclusively (open_beneath), never through an existing entry.
+void clear_top_files(RunState& rs, const RankIo& mine, const std::string& tag, int rep_fd,
+                     const std::string& rep_dir) {
+  auto [o, m] = attempt(rs.rank, [&] {
+    for (const auto& f : mine.files) {
+      if (!f.create || f.path.rfind(tag + "/", 0) == 0) continue;
+      if (::unlinkat(rep_fd, f.path.c_str(), 0) != 0 && errno != ENOENT)
+        throw IoError("remove '" + rep_dir + "/" + f.path +
+                      "' before the next save: " + errno_text(errno));
+    }
+  });
+  rs.agree(o, m, 0);
 }
 
 // Per point, once: staging memory (async) and the compute load; then the compute phase alone
@@ -178,12 +234,12 @@ void retire_checkpoints(RunState& rs, const PointConfig& pc, int k, DirFd& rep_f
   auto [o, m] = attempt(rs.rank, [&] {
     if (rs.rank != 0) return;
     const double a = now_s();
-    write_latest(rep_fd.get(), rep_dir, tag);
+    if (writes_own_latest(pc)) write_latest(rep_fd.get(), rep_dir, tag);
     latest_s = now_s() - a;
     if (pc.keep_last > 0 && k >= pc.keep_last) {
       const int old = k - pc.keep_last;
       const double b = now_s();
-      remove_tree(rep_dir + "/" + step_tag(old), rs.run_dir);
+      remove_tree(rep_dir + "/" + step_tag(pc, old), rs.run_dir);
       delete_s = now_s() - b;
       deleted.push_back({old, delete_s});
     }
@@ -191,20 +247,32 @@ void retire_checkpoints(RunState& rs, const PointConfig& pc, int k, DirFd& rep_f
   rs.agree(o, m, 0);
 }
 
+// What deleting one checkpoint's directory removes: {files, directories}. A framework's step
+// directory holds the plan's files below it (not the tracker beside it) and the plan's
+// directories; the generic layouts' global_stepN/ holds the whole plan.
+std::pair<uint64_t, uint64_t> checkpoint_entries(const IoPlan& plan) {
+  if (plan.step_dir.empty()) return {plan.stats.files, plan.stats.dirs + 1};
+  std::set<uint32_t> ids;
+  for (const auto& r : plan.ranks)
+    for (const auto& f : r.files)
+      if (f.path.rfind(plan.step_dir + "/", 0) == 0) ids.insert(f.id);
+  return {ids.size(), plan.dirs.size()};
+}
+
 // What rank 0 alone knows of checkpoint k: `latest` and the deletion it made.
 void add_retention(json& cj, const PointConfig& pc, const IoPlan& plan, int k, double latest_s,
                    double delete_s) {
   cj["latest_write_s"] = latest_s;
-  if (pc.keep_last > 0 && k >= pc.keep_last)
+  if (pc.keep_last > 0 && k >= pc.keep_last) {
+    const auto [files, dirs] = checkpoint_entries(plan);
     cj["deleted"] = {
-        {"dir", step_tag(k - pc.keep_last)},
+        {"dir", step_tag(pc, k - pc.keep_last)},
         {"elapsed_s", delete_s},
-        {"files", plan.stats.files},
-        {"dirs", plan.stats.dirs + 1},
+        {"files", files},
+        {"dirs", dirs},
         {"bytes", plan.stats.file_bytes},
-        {"entries_per_s",
-         delete_s > 0 ? static_cast<double>(plan.stats.files + plan.stats.dirs + 1) / delete_s
-                      : 0.0}};
+        {"entries_per_s", delete_s > 0 ? static_cast<double>(files + dirs) / delete_s : 0.0}};
+  }
 }
 
 // The report's `lifecycle` section of one repetition (collective: the statistics across ranks).
@@ -257,7 +325,7 @@ json lifecycle_json(RunState& rs, PointRun& pt, const RankIo& mine, const json& 
   }
   if (N > 1) {
     lj["keep_last"] = pc.keep_last;
-    lj["latest"] = step_tag(N - 1);
+    lj["latest"] = step_tag(pc, N - 1);
     double del = 0;
     for (const auto& d : deleted) del += d.elapsed_s;
     if (rs.rank == 0)
@@ -283,15 +351,23 @@ NewestCheckpoint run_saves(RunState& rs, PointRun& pt, int rep, const std::strin
   const double alone_s = prepare_lifecycle(rs, pt, mine, where);
 
   NewestCheckpoint out;
+  StepPlan steps(pt);
   json ckpts = json::array();
   double blocked_total = 0, prev_wait = 0;
   double train_t0 = 0;
   std::vector<Deleted> deleted;
   for (int k = 0; k < N; k++) {
-    const std::string tag = N > 1 ? step_tag(k) : std::string();
-    const std::string ck_dir = N > 1 ? rep_dir + "/" + tag : rep_dir;
-    DirFd ck_fd = N > 1 ? make_shared_dir(rs, pt, rep_fd.get(), tag, ck_dir, true) : DirFd();
-    const int dirfd = N > 1 ? ck_fd.get() : rep_fd.get();
+    const std::string tag = N > 1 ? step_tag(pc, k) : std::string();
+    // A framework's step directory is in its plan: the checkpoint's files are the plan's, moved.
+    const bool wrap = N > 1 && !steps.active();
+    steps.to(checkpoint_step(pc, k));
+    if (steps.active()) {
+      if (k > 0) clear_top_files(rs, mine, tag, rep_fd.get(), rep_dir);
+      make_plan_dirs(plan.dirs, rep_fd.get(), rep_dir, rs.rank, rs.size, rs.agree);
+    }
+    const std::string ck_dir = wrap ? rep_dir + "/" + tag : rep_dir;
+    DirFd ck_fd = wrap ? make_shared_dir(rs, pt, rep_fd.get(), tag, ck_dir, true) : DirFd();
+    const int dirfd = wrap ? ck_fd.get() : rep_fd.get();
     RankDataPath dp(*pt.pattern, rs.rank, rs.comm, rs.cfg.verify, ck_dir);
 
     // Training steps are in lockstep across ranks: each checkpoint starts together.
@@ -344,7 +420,7 @@ NewestCheckpoint run_saves(RunState& rs, PointRun& pt, int rep, const std::strin
                    r[3].max, async ? "flush" : "save", save.bandwidth_GiBps());
     }
     out.dir = ck_dir;
-    out.fd = N > 1 ? std::move(ck_fd) : DirFd();
+    out.fd = wrap ? std::move(ck_fd) : DirFd();
     out.save = std::move(save);
   }
   const double training = now_s() - train_t0;

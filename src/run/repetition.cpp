@@ -16,8 +16,6 @@ namespace ckpt {
 
 using json = nlohmann::json;
 
-namespace {
-
 // The plan's directories below a repetition directory, created exclusively. Parents come before
 // children: one depth level at a time, each level's directories shared out round-robin among
 // the ranks, with an error agreement after each level.
@@ -40,8 +38,6 @@ void make_plan_dirs(const std::vector<std::string>& dirs, int dirfd, const std::
     agree(o, m, 0);
   }
 }
-
-}  // namespace
 
 DirFd make_shared_dir(RunState& rs, const PointRun& pt, int parent_fd, const std::string& sub,
                       const std::string& shown, bool with_plan_dirs) {

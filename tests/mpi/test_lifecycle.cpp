@@ -111,7 +111,9 @@ TEST(AsyncSave, DataStatesPresetBlocksOnlyForTheSnapshot) {
   EXPECT_EQ(p["settings"]["source"]["mode"], "shard");
   EXPECT_EQ(p["settings"]["source"]["basis"], "preset datastates");
   EXPECT_FALSE(p["settings"]["preallocate"].get<bool>());
-  EXPECT_EQ(u64(rep["bytes_verified"]), all_bytes(p));
+  // Every rank reads DeepSpeed's `latest` ("global_step1", a trailer) before the tag's files.
+  EXPECT_EQ(u64(rep["bytes_verified"]),
+            all_bytes(p) + static_cast<uint64_t>(world_size() - 1) * 12u);
   const json& l = rep["lifecycle"];
   EXPECT_EQ(l["save_mode"], "async");
   EXPECT_EQ(l["staging"]["snapshot_from"], "state");
@@ -173,6 +175,107 @@ TEST(Cadence, KeepsTheNewestAndRestoresLatest) {
   }
   MPI_Bcast(&fails, 1, MPI_INT, 0, MPI_COMM_WORLD);
 }
+
+struct FrameworkTree {
+  const char* preset;
+  std::vector<std::string> dirs, top_files;  // what the repetition directory holds
+  const char* tracker;                       // the tracker file ("" none) and its text
+  const char* text;
+};
+
+class FrameworkCadence : public ::testing::TestWithParam<FrameworkTree> {};
+
+// Three saves with a framework preset leave what the framework leaves after three saves: its
+// step directories side by side (no nesting), its tracker (if it has one) naming the last, each
+// step directory holding the plan's files; the restore of the newest verifies.
+TEST_P(FrameworkCadence, LeavesTheFrameworksTree) {
+  const FrameworkTree& t = GetParam();
+  if (std::string(t.preset) == "datastates") CKPT_SKIP_UNLESS_BUILT("io_uring");
+  json c = base();
+  c.erase("cache");
+  c.erase("block_size");
+  c["preset"] = t.preset;
+  c["checkpoints"] = 3;
+  c["keep"] = true;
+  if (std::string(t.preset) == "mlperf-storage") c["model"]["sizing"] = "dlio";
+  WorldRun run(c, std::string("cadence-") + t.preset);
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.error;
+  int fails = 0;
+  if (world_rank() == 0) {
+    const json& p = run.result.doc["points"][0];
+    const json& rep = p["repetitions"][0];
+    EXPECT_GE(u64(rep["bytes_verified"]), all_bytes(p));
+    EXPECT_EQ(rep["lifecycle"]["latest"], t.dirs.back());
+    fs::path rep_dir;
+    for (const auto& e : fs::recursive_directory_iterator(run.target))
+      if (e.is_directory() && e.path().filename() == "rep-01") rep_dir = e.path();
+    ASSERT_FALSE(rep_dir.empty());
+    std::vector<std::string> dirs, top;
+    for (const auto& e : fs::directory_iterator(rep_dir))
+      (e.is_directory() ? dirs : top).push_back(e.path().filename());
+    std::sort(dirs.begin(), dirs.end());
+    std::sort(top.begin(), top.end());
+    EXPECT_EQ(dirs, t.dirs);
+    EXPECT_EQ(top, t.top_files);
+    if (*t.tracker) {
+      std::ifstream in(rep_dir / t.tracker);
+      std::string text;
+      std::getline(in, text);
+      EXPECT_EQ(text, t.text);
+    }
+    // Each step directory: the same files, none nested in another step's name.
+    std::vector<size_t> counts;
+    for (const auto& d : t.dirs) {
+      size_t files = 0;
+      for (const auto& e : fs::recursive_directory_iterator(rep_dir / d)) {
+        files += e.is_regular_file();
+        for (const auto& other : t.dirs)
+          EXPECT_EQ(e.path().string().find("/" + other + "/" + other), std::string::npos);
+      }
+      counts.push_back(files);
+    }
+    EXPECT_EQ(counts, std::vector<size_t>(t.dirs.size(), counts.front()));
+    EXPECT_GT(counts.front(), 0u);
+    fails = ::testing::Test::HasFailure();
+  }
+  MPI_Bcast(&fails, 1, MPI_INT, 0, MPI_COMM_WORLD);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Presets, FrameworkCadence,
+    ::testing::Values(
+        FrameworkTree{"deepspeed",
+                      {"global_step100", "global_step200", "global_step300"},
+                      {"latest", "zero_to_fp32.py"},
+                      "latest",
+                      "global_step300"},
+        FrameworkTree{"datastates",
+                      {"global_step100", "global_step200", "global_step300"},
+                      {"latest", "zero_to_fp32.py"},
+                      "latest",
+                      "global_step300"},
+        FrameworkTree{"megatron",
+                      {"iter_0000100", "iter_0000200", "iter_0000300"},
+                      {"latest_checkpointed_iteration.txt"},
+                      "latest_checkpointed_iteration.txt",
+                      "300"},
+        FrameworkTree{"megatron-dist",
+                      {"iter_0000100", "iter_0000200", "iter_0000300"},
+                      {"latest_checkpointed_iteration.txt"},
+                      "latest_checkpointed_iteration.txt",
+                      "300"},
+        FrameworkTree{"torch-dcp", {"step-100", "step-200", "step-300"}, {}, "", ""},
+        FrameworkTree{"torchsnapshot", {"step-100", "step-200", "step-300"}, {}, "", ""},
+        FrameworkTree{"mlperf-storage",
+                      {"global_epoch1_step100", "global_epoch1_step200", "global_epoch1_step300"},
+                      {},
+                      "",
+                      ""}),
+    [](const auto& info) {
+      std::string n = info.param.preset;
+      std::replace(n.begin(), n.end(), '-', '_');
+      return n;
+    });
 
 class Reshard : public ::testing::TestWithParam<
                     std::tuple<const char*, const char*, const char*, const char*>> {};

@@ -445,7 +445,7 @@ TEST(DriverPolicy, CommitRecordsGoBesideTheTransportAfterTheDataFiles) {
   s.add_files(2);
   const size_t meta = s.add_file(100, {{0, 5000}});
   s.io.files[meta].path = ".metadata";
-  s.io.files[meta].commit = true;
+  s.io.files[meta].role = FileRole::commit;
   NullTransport t;
   RecordingPath dp;
   const PhaseRecorder save = s.run(t, Phase::save, dp);

@@ -235,14 +235,14 @@ TEST(Framing, DcpPresetPlan) {
         if (f.path == ".metadata") {
           // A commit record every rank lists (reads first on restore), one writes.
           meta++;
-          EXPECT_TRUE(f.commit);
+          EXPECT_EQ(f.role, FileRole::commit);
           if (f.create) meta_writers++;
           ASSERT_EQ(f.write_reqs.size(), 1u);
           EXPECT_EQ(f.write_reqs[0].len, f.size);
           for (const auto& e : f.extents) EXPECT_EQ(e.source, r.rank);
           continue;
         }
-        EXPECT_FALSE(f.commit) << f.path;
+        EXPECT_EQ(f.role, FileRole::data) << f.path;
         distcp++;
         EXPECT_FALSE(f.write_reqs.empty()) << f.path;
         uint64_t cur = 0;

@@ -498,7 +498,7 @@ TEST(Predict, CommitRecordsAreReadByEveryRank) {
   ASSERT_TRUE(dcp.plan.commit);
   uint64_t record = 0;
   for (const auto& f : dcp.plan.ranks[1].files)
-    if (f.commit && !f.create)
+    if (f.role == FileRole::commit && !f.create)
       for (const auto& e : f.extents) record += e.padded;
   ASSERT_GT(record, 0u);
   const Prediction p = predict(model_with(json::object()), point(), dcp.plan, dcp.node_of_rank);

@@ -21,12 +21,14 @@ int framework_meetings(const PhaseContext& ctx);
 void attend_missed_meetings(PhaseContext& ctx, bool failed) noexcept;
 
 // One phase in the framework's stages (state_dict_saver.py and state_dict_loader.py in 1.13).
-// Restore: the commit records, meet (load_state_dict's reduce_scatter of the plans), the data
-// files, meet (its all_gather of the read results). Save: meet (save_state_dict's reduce_scatter
+// Restore: the trailers (the last written first), the prologues and the commit records
+// (FileRole), meet (load_state_dict's reduce_scatter of the plans), the data files, meet (its
+// all_gather of the read results). Save: the prologues, meet (save_state_dict's reduce_scatter
 // of the plans), the data files, meet (its all_reduce gathers every rank's results), the writer
-// writes the commit records, meet (the all_reduce's broadcast). A rank that fails still meets the
-// others and says so: they stop with PeerLeftError instead of waiting for it. Without commit
-// records there is no meeting and the data files are the whole phase.
+// writes the commit records, meet (the all_reduce's broadcast), the trailers. A rank that fails
+// still meets the others and says so: they stop with PeerLeftError instead of waiting for it.
+// Without commit records there is no meeting; without records the data files are the whole
+// phase.
 // `stage` runs one step unless an earlier one failed, keeping the step's error in `err` (the
 // phase driver's: it also drains and abandons the transport); `data_files` is the driver's work
 // on the data files. A record is timed in the open, io, sync and close steps and counted in

@@ -28,8 +28,10 @@ class RankDataPath final : public DataPath {
 
   // Verifies n bytes at position pos of extent e (its payload part only, never the padding);
   // throws IoError naming the file and the offset of the first wrong byte.
+  // `text`: the file's literal content (FileSpec::text), checked instead of the pattern when not
+  // empty.
   void check(uint32_t file_id, const std::string& path, const Extent& e, uint64_t pos,
-             const std::byte* data, uint64_t n);
+             const std::byte* data, uint64_t n, const std::string& text = {});
   // Node-aggregation messages. Both wait with Backoff under the stall guard; recv throws
   // PeerLeftError when the sender left the phase after an error of its own (see abandon).
   void send(const std::byte* data, uint64_t len, int dest);
@@ -90,6 +92,7 @@ class RankDataPath final : public DataPath {
   struct Deferred {
     uint32_t file_id;
     const std::string* path;
+    const std::string* text;
     const Extent* e;
     uint64_t pos, n;
     const std::byte* data;

@@ -22,8 +22,8 @@ SyncPlan plan_sync(SyncPolicy policy, bool save, size_t files, size_t budget);
 
 // Indices of `files` in file-id order (the order every rank opens shared files in).
 std::vector<size_t> files_in_id_order(const std::vector<FileSpec>& files);
-// Those of them that are (commit true) or are not (false) commit records (FileSpec::commit).
-std::vector<size_t> files_in_id_order(const std::vector<FileSpec>& files, bool commit);
+// Those of them that are (records true) or are not (false) records (FileSpec::role not data).
+std::vector<size_t> files_in_id_order(const std::vector<FileSpec>& files, bool records);
 
 // Preallocation of a file this rank just created: fallocate(2) (mode 0) of its final size.
 // Returns false when the file system does not support it (EOPNOTSUPP, ENOSYS): nothing is

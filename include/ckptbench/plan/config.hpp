@@ -136,6 +136,12 @@ uint64_t region_align_bytes(const PointConfig& pc, uint64_t align);
 
 // The plan input of a point: its layout with the alignment in force, padding to it when `direct`
 // needs it or when `transfer: stream` serialises extents back to back (so runs have no holes).
+// The training step of checkpoint k (0-based) of a point: 1 for a lone checkpoint, else
+// 100 x (k + 1) (global_step100/, global_step200/, ...).
+inline uint64_t checkpoint_step(const PointConfig& pc, int k) {
+  return pc.checkpoints > 1 ? 100 * static_cast<uint64_t>(k + 1) : 1;
+}
+
 PlanInput plan_input(const PointConfig& pc, const ModelDesc& model, const Parallelism& par,
                      uint64_t align, int real_world, std::vector<int> node_of_rank);
 

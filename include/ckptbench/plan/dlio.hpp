@@ -26,9 +26,6 @@ std::vector<TensorDesc> dlio_tensors(const TransformerDims& d);
 RankShards dlio_shards_for_rank(const ModelDesc& m, const TrainingState& ts, const Parallelism& p,
                                 int vrank, double scale);
 
-// DLIO's checkpoint directory for the first checkpoint it writes.
-inline constexpr const char* kDlioCheckpointDir = "global_epoch1_step1";
-
 // DLIO layer index (0..L+2) of tensor `tensor` of a DLIO-sized model (-1 for optimizer groups).
 int dlio_layer_of(const ModelDesc& m, uint32_t tensor);
 

@@ -56,6 +56,10 @@ struct LayoutOptions {
   // records replace the alignment, the index footer and the framework's estimated meta bytes, and
   // the file's requests are those of torch.save's stream and torch.load's reader.
   Framing framing = Framing::none;
+  // The training step of the checkpoint (framework layouts): it names the framework's step
+  // directory (global_step<N>, iter_<N:07>, global_epoch1_step<N>) and is the text of its tracker
+  // file (DeepSpeed's `latest`, Megatron's latest_checkpointed_iteration.txt).
+  uint64_t step = 1;
 };
 
 // One contiguous piece of a file holding one shard (or the file's index footer).
@@ -94,6 +98,22 @@ class RankList {
   std::shared_ptr<const std::vector<int>> v_;
 };
 
+// What a file is to the framework's protocol around the data files (docs/layouts.md, "Commit
+// records"). Every file but `data` is written by its one writer with plain POSIX calls whatever
+// the backend (the framework writes it through Python's file object), never with O_DIRECT or
+// padding, and on restore every rank lists it (create false, its extents sourced from that rank)
+// and reads it before the data files.
+enum class FileRole : uint8_t {
+  data,      // written and read through the backend
+  prologue,  // written before the data files, not synced (Megatron-LM's common.pt, torch.save
+             // on rank 0 before the sharded save)
+  commit,    // DCP's .metadata: written after every rank's data files (the framework's
+             // collective) through <path>.tmp, fsync, close and a rename
+  trailer,   // written once the checkpoint is complete, truncating, not synced (DeepSpeed's
+             // `latest`, Megatron-LM's metadata.json and latest_checkpointed_iteration.txt); read
+             // first on restore, the last written first (the tracker names the checkpoint)
+};
+
 struct FileSpec {
   uint32_t id = 0;              // unique within the point; seeds the data pattern
   std::string path;             // relative to the point directory; no "..", no leading '/'
@@ -106,13 +126,11 @@ struct FileSpec {
   // on save and on restore (restore requests may overlap: a buffered reader reads some bytes
   // twice). Empty: transfers are cut from the extents (transfer.hpp).
   std::vector<Req> write_reqs, read_reqs;
-  // A framework's commit record (DCP's .metadata): its writer writes it only after every rank has
-  // finished its other files (the framework's collective), through <path>.tmp, fsync, close and a
-  // rename; on restore every rank lists it (create false, its extents sourced from that rank)
-  // and reads it before its other files, then the ranks meet again (docs/layouts.md, "Commit
-  // records"). The phase driver does both with plain POSIX calls, whatever the backend: the
-  // framework writes it through Python's file object.
-  bool commit = false;
+  FileRole role = FileRole::data;
+  // Not empty: the file's whole content is this text, not the data pattern (a framework's tracker
+  // file naming the newest checkpoint: DeepSpeed's `latest`, Megatron's
+  // latest_checkpointed_iteration.txt); size is its length. Written and verified as such.
+  std::string text;
 };
 
 // An extent of this rank's data that another rank (a node leader) writes into its file.
@@ -166,7 +184,10 @@ struct IoPlan {
   // tensor, then target_tensor.copy_ into the state the trainer holds): framework_cpu models
   // that copy on restore (PhaseContext::load_into).
   bool load_in_place = false;
-  std::vector<std::string> dirs;   // directories to create (relative), parents first
+  std::vector<std::string> dirs;  // directories to create (relative), parents first
+  // The framework's step directory the checkpoint's files are in (frameworks.hpp,
+  // framework_step_dir); empty for layouts that have none.
+  std::string step_dir;
   std::vector<RankShards> shards;  // shards of every virtual rank (index = vrank)
   std::vector<RankIo> ranks;       // per real rank (index = real rank)
 };

@@ -233,6 +233,10 @@ PhaseResult run_phase(RunState& rs, PointRun& pt, Phase phase, const RankIo& io,
 // synchronous, or asynchronous through host staging with the compute phase beside the flush.
 // Fills rj["save"] (the newest checkpoint's save) and, for a lifecycle run, rj["lifecycle"];
 // returns the newest checkpoint's directory (for the restore) with its descriptor.
+// The plan's directories below a repetition directory, created exclusively (collective).
+void make_plan_dirs(const std::vector<std::string>& dirs, int dirfd, const std::string& shown,
+                    int rank, int size, const Agreement& agree);
+
 struct NewestCheckpoint {
   std::string dir;
   DirFd fd;
