@@ -9,6 +9,7 @@
 #include "ckptbench/base/error.hpp"
 #include "ckptbench/base/jsonread.hpp"
 #include "ckptbench/base/units.hpp"
+#include "ckptbench/plan/sharding.hpp"
 
 namespace ckpt {
 
@@ -175,7 +176,7 @@ ReadDirAssignment safetensors_rule(const DirFiles& files, int world,
 const std::regex kDsModel(R"(mp_rank_(\d+)_model_states\.pt)");
 const std::regex kDsZ3Model(R"(zero_pp_rank_(\d+)_mp_rank_(\d+)_model_states\.pt)");
 const std::regex kDsOptim(R"((bf16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_optim_states\.pt)");
-const std::regex kDsLayer(R"(layer_\d+-model_\d+-model_states\.pt)");
+const std::regex kDsLayer(R"(layer_(\d+)-model_(\d+)-model_states\.pt)");
 const std::regex kDsExpert(R"((expp_rank_\d+_mp_rank_\d+_optim_states\.pt|.*expert_\d+.*))");
 
 bool deepspeed_found(const DirFiles& files) {
@@ -235,6 +236,7 @@ std::string deepspeed_tag(const DirFiles& files,
 struct DsTagFiles {
   std::map<int, size_t> model;                           // mp -> file
   std::map<std::pair<int, int>, size_t> z3model, optim;  // (dp, mp) -> file
+  std::map<std::pair<int, int>, size_t> layer;           // pipeline: (layer index, tp) -> file
 };
 
 DsTagFiles deepspeed_tag_files(const DirFiles& files, const std::string& tag) {
@@ -244,10 +246,9 @@ DsTagFiles deepspeed_tag_files(const DirFiles& files, const std::string& tag) {
     if (dir_of(files[i].first) != tag) continue;
     const std::string b = base_of(files[i].first);
     std::smatch m;
-    if (std::regex_match(b, kDsLayer))
-      throw NotApplicable{"DeepSpeed pipeline layer files (" + b +
-                          "): which stage loads each layer is not in the directory"};
-    if (std::regex_match(b, m, kDsZ3Model)) {
+    if (std::regex_match(b, m, kDsLayer)) {
+      t.layer[{to_int(m[1]), to_int(m[2])}] = i;
+    } else if (std::regex_match(b, m, kDsZ3Model)) {
       t.z3model[{to_int(m[1]), to_int(m[2])}] = i;
     } else if (std::regex_match(b, m, kDsOptim)) {
       const std::pair<int, int> k{to_int(m[2]), to_int(m[3])};
@@ -271,12 +272,14 @@ struct DsShape {
   int MP = 0, DP = 0;
 };
 
+// 0..n-1, each once.
+bool contiguous(const std::set<int>& s) {
+  return !s.empty() && *s.begin() == 0 && *s.rbegin() == static_cast<int>(s.size()) - 1;
+}
+
 // The tag's shape, checked against the job's world: a ZeRO checkpoint loads on its own
 // data-parallel size only, one without on a multiple of its model-parallel size.
 DsShape deepspeed_shape(const DsTagFiles& t, const std::string& tag, int world) {
-  auto contiguous = [](const std::set<int>& s) {
-    return !s.empty() && *s.begin() == 0 && *s.rbegin() == static_cast<int>(s.size()) - 1;
-  };
   DsShape s;
   s.z3 = !t.z3model.empty();
   std::set<int> mps, dps;
@@ -308,6 +311,128 @@ DsShape deepspeed_shape(const DsTagFiles& t, const std::string& tag, int world) 
   return s;
 }
 
+// A pipeline tag's grid: tensor-parallel size (the layer files' model_YY), pipeline stages
+// (model-parallel size / tensor-parallel size) and the layer indices each stage loads.
+struct DsPipe {
+  int T = 0, PP = 0;
+  std::vector<std::vector<int>> stage;  // stage -> its layer indices, ascending
+};
+
+std::string ds_layer_name(int idx, int tp) {
+  return format_text("layer_%02d-model_%02d-model_states.pt", idx, tp);
+}
+
+// Which stage holds a layer file is not in the directory (PipelineModule partitions its specs
+// when it is built). The indices are taken as Megatron-DeepSpeed's GPTModelPipe numbers them, and
+// split as ckptbench's writer (src/plan/frameworks.cpp, deepspeed()) splits them: the lowest index
+// is the embedding (first stage); the highest is the output layer, preceded by the final norm,
+// when its file is larger than the one before it (a norm's file is smaller than a transformer
+// layer's and an output layer's), else it is the final norm alone (tied embeddings: the last
+// stage's copy has no file); both go to the last stage. The indices between are the transformer
+// layers, in contiguous ranges, the first stages taking the extra layer (stage_layers, which
+// equals DeepSpeed's partition_balanced by type:transformer in the cases docs/layouts.md lists).
+DsPipe deepspeed_pipe(const DirFiles& files, const DsTagFiles& t, const std::string& tag,
+                      const DsShape& s) {
+  if (s.z3)
+    throw NotApplicable{"DeepSpeed pipeline layer files and ZeRO-3 model files in " + shown(tag) +
+                        ": DeepSpeed's pipeline engine runs ZeRO stage 0 or 1 only"};
+  std::set<int> tps, idx;
+  for (const auto& [k, i] : t.layer) idx.insert(k.first), tps.insert(k.second);
+  if (!contiguous(tps))
+    throw NotApplicable{"the tensor-parallel ranks of the DeepSpeed layer files in " + shown(tag) +
+                        " (model_YY) are not 0.." + std::to_string(tps.size() - 1)};
+  DsPipe p;
+  p.T = static_cast<int>(tps.size());
+  if (s.MP % p.T != 0)
+    throw NotApplicable{"the DeepSpeed tag " + shown(tag) + " has " + std::to_string(s.MP) +
+                        " model-parallel ranks (mp_rank_XX), not a multiple of the " +
+                        std::to_string(p.T) + " tensor-parallel ranks of its layer files"};
+  p.PP = s.MP / p.T;
+  for (int i : idx)
+    for (int tp = 0; tp < p.T; tp++)
+      if (!t.layer.contains({i, tp}))
+        throw NotApplicable{"no " + ds_layer_name(i, tp) + " in " + shown(tag) + " (layer " +
+                            std::to_string(i) + " has files of other tensor-parallel ranks)"};
+  const std::vector<int> v(idx.begin(), idx.end());
+  p.stage.resize(static_cast<size_t>(p.PP));
+  if (p.PP == 1) {
+    p.stage[0] = v;
+    return p;
+  }
+  const size_t n = v.size();
+  auto size_of = [&](size_t k) { return files[t.layer.at({v[k], 0})].second; };
+  const size_t trail = n >= 3 && size_of(n - 1) > size_of(n - 2) ? 2 : 1;
+  if (n < 1 + trail + static_cast<size_t>(p.PP))
+    throw NotApplicable{"the " + std::to_string(n) + " layer indices in " + shown(tag) +
+                        " cannot be an embedding, at least one transformer layer on each of " +
+                        std::to_string(p.PP) + " pipeline stages and the final norm"};
+  const uint64_t L = n - 1 - trail;
+  p.stage[0].push_back(v[0]);
+  for (int st = 0; st < p.PP; st++) {
+    const auto [a, b] = stage_layers(L, p.PP, st);
+    for (uint64_t k = a; k < b; k++) p.stage[static_cast<size_t>(st)].push_back(v[1 + k]);
+  }
+  for (size_t k = n - trail; k < n; k++) p.stage.back().push_back(v[k]);
+  return p;
+}
+
+// "01-03" or "05".
+std::string ds_index_range(const std::vector<int>& v) {
+  if (v.empty()) return "none";
+  std::string r = format_text("%02d", v.front());
+  if (v.size() > 1) r += format_text("-%02d", v.back());
+  return r;
+}
+
+// DeepSpeed's PipelineEngine (PipeModelDataParallelTopology, axes pipe, data, model: the tensor-
+// parallel rank varies fastest, then the data-parallel one, the stage slowest; ckptbench's default
+// rank_order tp-dp-pp): rank r has tp = r % T, dp = r / T % DP, stage = r / (T * DP) and model-
+// parallel rank mp = stage * T + tp. engine._load_checkpoint loads mp_rank_{mp}_model_states.pt
+// (trainer state; module None), then PipelineModule.load_state_dir loads, for each layer of its
+// stage in order, layer_{idx}-model_{tp}-model_states.pt (ckpt_layer_path_list globs every
+// model_YY; SDLoader.load picks the rank's own with the same tensor-parallel size), then
+// _load_zero_checkpoint its own ZeRO partition. With pp 1 this is mp = r % MP, dp = r / MP.
+ReadDirAssignment deepspeed_pipe_rule(const DirFiles& files, int world, const std::string& tag,
+                                      const DsTagFiles& t, const DsShape& s) {
+  const DsPipe p = deepspeed_pipe(files, t, tag, s);
+  const int T = p.T, DP = world / s.MP;
+  ReadDirAssignment a;
+  a.rule = "deepspeed";
+  a.reads.resize(static_cast<size_t>(world));
+  for (int r = 0; r < world; r++) {
+    const int tp = r % T, dp = r / T % DP, st = r / (T * DP), mp = st * T + tp;
+    auto& mine = a.reads[static_cast<size_t>(r)];
+    auto m = t.model.find(mp);
+    if (m == t.model.end())
+      throw NotApplicable{format_text("no mp_rank_%02d_model_states.pt in ", mp) + shown(tag)};
+    mine.push_back(m->second);
+    for (int idx : p.stage[static_cast<size_t>(st)]) mine.push_back(t.layer.at({idx, tp}));
+    if (!s.zero) continue;
+    auto o = t.optim.find({dp, mp});
+    if (o == t.optim.end())
+      throw NotApplicable{
+          format_text("no zero_pp_rank_%d_mp_rank_%02d_optim_states.pt in ", dp, mp) + shown(tag)};
+    mine.push_back(o->second);
+  }
+  std::string stages;
+  for (size_t st = 0; st < p.stage.size(); st++)
+    stages += (st ? ", " : "") + std::to_string(st) + ": " + ds_index_range(p.stage[st]);
+  a.description =
+      "DeepSpeed PipelineEngine load_checkpoint of tag " + shown(tag) + " (tensor-parallel " +
+      std::to_string(T) + " x pipeline " + std::to_string(p.PP) + " = model-parallel " +
+      std::to_string(s.MP) + ", data-parallel " + std::to_string(DP) +
+      (s.zero ? ", ZeRO-1" : ", no ZeRO") + "): rank r (tp = r % " + std::to_string(T) +
+      ", dp = r / " + std::to_string(T) + " % " + std::to_string(DP) + ", stage = r / " +
+      std::to_string(T * DP) + ", mp = stage * " + std::to_string(T) +
+      " + tp) reads mp_rank_{mp}_model_states.pt, then layer_{idx}-model_{tp}-model_states.pt "
+      "for its stage's layers (stage " +
+      stages +
+      "; the lowest index the embedding, the highest the final norm and output layer, the "
+      "transformer layers between split contiguously, the first stages taking the extra one)" +
+      (s.zero ? ", then its own *zero_pp_rank_{dp}_mp_rank_{mp}_optim_states.pt" : "");
+  return a;
+}
+
 // Every rank (mp = rank % MP, dp = rank / MP; tensor-parallel ranks adjacent, as Megatron and
 // DeepSpeed lay them out) reads its model file - mp_rank_{mp}_model_states.pt, which every
 // data-parallel rank of that mp reads, or under ZeRO-3 zero_pp_rank_{dp}_mp_rank_{mp}_model_states
@@ -319,6 +444,7 @@ ReadDirAssignment deepspeed_rule(const DirFiles& files, int world,
   const std::string tag = deepspeed_tag(files, read);
   const DsTagFiles t = deepspeed_tag_files(files, tag);
   const DsShape s = deepspeed_shape(t, tag, world);
+  if (!t.layer.empty()) return deepspeed_pipe_rule(files, world, tag, t, s);
   const int MP = s.MP, DP = s.DP;
   const bool z3 = s.z3, zero = s.zero;
   ReadDirAssignment a;
@@ -363,20 +489,55 @@ bool dcp_found(const DirFiles& files) {
   return false;
 }
 
-// Every rank reads .metadata (local_step: storage_reader.read_metadata()), then the items of its
-// state dict; saved and loaded with the same sharding (FSDP/TP), those are in its own
-// __{rank}_{n}.distcp files. On another rank count DCP reshards: which byte ranges each rank reads
-// is in the pickled .metadata, which ckptbench does not parse.
-ReadDirAssignment dcp_rule(const DirFiles& files, int world) {
+// The step number a checkpoint directory's name ends in (torchtitan's step-N, checkpoint-N,
+// global_stepN, iter_NNNNNNN), if any.
+std::optional<uint64_t> trailing_step(const std::string& dir) {
+  const std::string b = base_of(dir);
+  size_t k = b.size();
+  while (k > 0 && b[k - 1] >= '0' && b[k - 1] <= '9') k--;
+  if (k == b.size() || b.size() - k > 18) return std::nullopt;
+  return std::stoull(b.substr(k));
+}
+
+// The DCP checkpoint to load: the only directory with a .metadata, or, with several in one
+// folder whose names all end in a step number, the highest step (torchtitan's CheckpointManager
+// ._find_load_step: the largest N of the step-N folders holding a .metadata). `how` says which.
+std::string dcp_dir(const DirFiles& files, std::string& how) {
   std::set<std::string> dirs;
   for (const auto& f : files)
     if (base_of(f.first) == ".metadata") dirs.insert(dir_of(f.first));
   if (dirs.empty())
     throw NotApplicable{"__R_N.distcp files but no .metadata: not a DCP checkpoint"};
-  if (dirs.size() > 1)
-    throw NotApplicable{"several DCP checkpoints (" + shown(*dirs.begin()) + ", " +
-                        shown(*dirs.rbegin()) + "): give one of them"};
-  const std::string dir = *dirs.begin();
+  if (dirs.size() == 1) return *dirs.begin();
+  const std::string list = " (" + shown(*dirs.begin()) + ", " + (dirs.size() > 2 ? "..., " : "") +
+                           shown(*dirs.rbegin()) + ")";
+  const std::string several = "several DCP checkpoints" + list;
+  std::map<uint64_t, std::string> by_step;
+  for (const auto& d : dirs) {
+    const auto n = trailing_step(d);
+    if (!n || dir_of(d) != dir_of(*dirs.begin()))
+      throw NotApplicable{several + ": " +
+                          (n ? "not in one folder" : "'" + shown(d) + "' ends in no step number") +
+                          ", so which one a loader picks is not clear; give one of them"};
+    if (by_step.contains(*n))
+      throw NotApplicable{several + ": " + shown(by_step[*n]) + " and " + shown(d) +
+                          " carry the same step number " + std::to_string(*n) +
+                          "; give one of them"};
+    by_step[*n] = d;
+  }
+  const std::string chosen = by_step.rbegin()->second;
+  how = ", the highest step of " + std::to_string(dirs.size()) + " DCP checkpoints" + list +
+        ", as torchtitan's checkpoint manager picks it";
+  return chosen;
+}
+
+// Every rank reads .metadata (local_step: storage_reader.read_metadata()), then the items of its
+// state dict; saved and loaded with the same sharding (FSDP/TP), those are in its own
+// __{rank}_{n}.distcp files. On another rank count DCP reshards: which byte ranges each rank reads
+// is in the pickled .metadata, which ckptbench does not parse. Appends to `reads`; returns the
+// saving rank count.
+int dcp_reads(const DirFiles& files, int world, const std::string& dir,
+              std::vector<std::vector<size_t>>& reads) {
   const Index idx(files);
   std::map<int, std::map<int, size_t>> of_rank;  // saving rank -> n -> file
   for (size_t i = 0; i < files.size(); i++) {
@@ -392,21 +553,225 @@ ReadDirAssignment dcp_rule(const DirFiles& files, int world) {
                         "rank then reads is in the pickled .metadata, which ckptbench does not "
                         "parse: run on " +
                         std::to_string(W) + " ranks, or use --read-assign size"};
-  ReadDirAssignment a;
-  a.rule = "dcp";
-  a.reads.resize(static_cast<size_t>(world));
-  const size_t meta = *idx.find(join(dir, ".metadata"));
+  const auto meta = idx.find(join(dir, ".metadata"));
+  if (!meta) throw NotApplicable{"no .metadata in " + shown(dir) + ": not a DCP checkpoint"};
+  reads.resize(static_cast<size_t>(world));
   for (int r = 0; r < world; r++) {
-    auto& mine = a.reads[static_cast<size_t>(r)];
-    mine.push_back(meta);
+    auto& mine = reads[static_cast<size_t>(r)];
+    mine.push_back(*meta);
     if (auto it = of_rank.find(r); it != of_rank.end())
       for (const auto& [n, i] : it->second) mine.push_back(i);
   }
-  a.description = "PyTorch DCP load of " + shown(dir) + " saved by " + std::to_string(W) +
+  return W;
+}
+
+ReadDirAssignment dcp_rule(const DirFiles& files, int world) {
+  std::string how;
+  const std::string dir = dcp_dir(files, how);
+  ReadDirAssignment a;
+  a.rule = "dcp";
+  const int W = dcp_reads(files, world, dir, a.reads);
+  a.description = "PyTorch DCP load of " + shown(dir) + how + ", saved by " + std::to_string(W) +
                   " ranks, loaded with the same sharding: every rank reads .metadata, then rank r "
                   "its own __r_N.distcp files (replicated items DCP deduplicated at save are read "
                   "here by their saving rank only)";
   return a;
+}
+
+// ---- Megatron-LM (megatron/training/checkpointing.py, load_checkpoint). ----
+
+const std::regex kMgRankDir(R"(mp_rank_(\d+)(_(\d+))?)");
+const std::string kMgTracker = "latest_checkpointed_iteration.txt";
+
+// The Megatron files of one iteration directory (indices into the DirFiles).
+struct MgIter {
+  std::map<std::pair<int, int>, size_t> model, optim;  // (tp, pp) -> model_optim_rng.pt, distrib_
+  bool pp_suffix = false, no_suffix = false;           // mp_rank_TT_PPP / mp_rank_TT directories
+  std::optional<size_t> config, common;  // torch_dist: metadata.json (next to .metadata), common.pt
+};
+
+// The iteration directories: those holding legacy mp_rank_TT[_PPP]/{model_optim_rng,distrib_optim}
+// .pt files, and torch_dist ones (DCP's .metadata next to Megatron's metadata.json, which
+// check_is_distributed_checkpoint looks for).
+std::map<std::string, MgIter> megatron_iters(const DirFiles& files) {
+  std::map<std::string, MgIter> it;
+  const Index idx(files);
+  for (size_t i = 0; i < files.size(); i++) {
+    const std::string& p = files[i].first;
+    const std::string b = base_of(p), d = dir_of(p), db = base_of(d);
+    std::smatch m;
+    if ((b == "model_optim_rng.pt" || b == "distrib_optim.pt") && !d.empty() &&
+        std::regex_match(db, m, kMgRankDir)) {
+      MgIter& x = it[dir_of(d)];
+      const std::pair<int, int> k{to_int(m[1]), m[3].matched ? to_int(m[3]) : 0};
+      (m[3].matched ? x.pp_suffix : x.no_suffix) = true;
+      (b == "model_optim_rng.pt" ? x.model : x.optim)[k] = i;
+    } else if (b == "metadata.json" && idx.find(join(d, ".metadata"))) {
+      MgIter& x = it[d];
+      x.config = i;
+      x.common = idx.find(join(d, "common.pt"));
+    }
+  }
+  return it;
+}
+
+bool megatron_found(const DirFiles& files) { return !megatron_iters(files).empty(); }
+
+// The iteration a load reads and the tracker every rank reads first.
+struct MgChoice {
+  std::string dir;
+  std::optional<size_t> tracker;
+  std::string how;  // for the description
+};
+
+// The iteration latest_checkpointed_iteration.txt (in the iterations' parent) names, read as
+// Megatron's read_metadata reads it: the stripped text is an integer (iter_{:07d}) or "release"
+// (release/); without a tracker, the only iteration (a directory given as iter_* itself).
+MgChoice megatron_choice(const DirFiles& files, const std::map<std::string, MgIter>& iters,
+                         const std::function<std::string(const std::string&)>& read) {
+  const Index idx(files);
+  const std::string first = iters.begin()->first, parent = dir_of(first);
+  bool one_parent = !first.empty();
+  for (const auto& [d, x] : iters) one_parent = one_parent && dir_of(d) == parent;
+  MgChoice c;
+  if (one_parent) c.tracker = idx.find(join(parent, kMgTracker));
+  if (!c.tracker) {
+    if (iters.size() > 1)
+      throw NotApplicable{"several Megatron iterations (" + shown(first) + ", " +
+                          shown(iters.rbegin()->first) + ") and no " + kMgTracker +
+                          " naming one: give the iter directory"};
+    c.dir = first;
+    c.how = first.empty() ? std::string("the iteration directory given (no tracker read)")
+                          : "iteration " + first + " (the only one, no tracker)";
+    return c;
+  }
+  const std::string tracker = files[*c.tracker].first;
+  constexpr uint64_t kMaxTracker = 64;  // an integer or "release", with a newline
+  if (files[*c.tracker].second > kMaxTracker)
+    throw NotApplicable{tracker + " is " + std::to_string(files[*c.tracker].second) +
+                        " bytes, not an iteration number (Megatron writes one integer or "
+                        "'release'): give the iter directory"};
+  std::string t = read(tracker);
+  const auto space = [](char ch) { return ch == ' ' || (ch >= '\t' && ch <= '\r'); };
+  while (!t.empty() && space(t.back())) t.pop_back();
+  while (!t.empty() && space(t.front())) t.erase(t.begin());
+  const bool digits = !t.empty() && t.size() <= 18 && std::all_of(t.begin(), t.end(), [](char ch) {
+    return ch >= '0' && ch <= '9';
+  });
+  if (t == "release")
+    c.dir = join(parent, "release");
+  else if (digits && std::stoull(t) > 0)
+    c.dir = join(parent, format_text("iter_%07llu", std::stoull(t)));
+  else
+    throw NotApplicable{tracker +
+                        " holds neither an iteration number nor 'release' (Megatron's "
+                        "read_metadata stops there): give the iter directory"};
+  if (!iters.contains(c.dir))
+    throw NotApplicable{tracker + " names " + (digits ? "iteration " + t : t) + ", but " +
+                        shown(c.dir) + " holds no Megatron checkpoint here"};
+  c.how = "iteration " + shown(c.dir) + " (named by " + tracker + ", of " +
+          std::to_string(iters.size()) + " here)";
+  return c;
+}
+
+std::string mg_rank_dir(int tp, int pp, bool suffix) {
+  return suffix ? format_text("mp_rank_%02d_%03d", tp, pp) : format_text("mp_rank_%02d", tp);
+}
+
+// Legacy torch format. Megatron's default rank order tp-cp-ep-dp-pp (parallel_state
+// .initialize_model_parallel; ckptbench's default rank_order tp-dp-pp): rank r has tp = r % T,
+// dp = r / T % DP, pp = r / (T * DP). Every rank reads the tracker (read_metadata), then
+// mp_rank_{tp}[_{pp}]/model_optim_rng.pt (_load_base_checkpoint: every data-parallel rank); with
+// the distributed optimizer, data-parallel rank 0 of each model-parallel group also reads its
+// distrib_optim.pt (DistributedOptimizer.load_parameter_state: torch.load on data-parallel rank 0,
+// then load_parameter_state_from_dp_zero scatters it).
+ReadDirAssignment megatron_legacy(int world, const MgChoice& c, const MgIter& x) {
+  const std::string in = " in " + shown(c.dir);
+  if (x.pp_suffix && x.no_suffix)
+    throw NotApplicable{"both mp_rank_TT and mp_rank_TT_PPP directories" + in +
+                        ": not one Megatron checkpoint"};
+  std::set<int> tps, pps;
+  for (const auto* m : {&x.model, &x.optim})
+    for (const auto& [k, i] : *m) tps.insert(k.first), pps.insert(k.second);
+  if (!contiguous(tps) || !contiguous(pps))
+    throw NotApplicable{"the mp_rank_TT[_PPP] directories" + in +
+                        " are not tensor-parallel ranks 0..T-1 by pipeline ranks 0..P-1"};
+  const int T = static_cast<int>(tps.size()), P = static_cast<int>(pps.size());
+  for (int tp = 0; tp < T; tp++)
+    for (int pp = 0; pp < P; pp++) {
+      const std::string rd = mg_rank_dir(tp, pp, x.pp_suffix);
+      if (!x.model.contains({tp, pp})) throw NotApplicable{"no " + rd + "/model_optim_rng.pt" + in};
+      if (!x.optim.empty() && !x.optim.contains({tp, pp}))
+        throw NotApplicable{"no " + rd + "/distrib_optim.pt" + in + ", although other " +
+                            "model-parallel ranks have one"};
+    }
+  if (world % (T * P) != 0)
+    throw NotApplicable{"the Megatron checkpoint " + shown(c.dir) + " was saved with tensor-" +
+                        "parallel " + std::to_string(T) + " x pipeline " + std::to_string(P) +
+                        ": run on a multiple of " + std::to_string(T * P) + " ranks"};
+  const int DP = world / (T * P);
+  ReadDirAssignment a;
+  a.rule = "megatron";
+  a.reads.resize(static_cast<size_t>(world));
+  for (int r = 0; r < world; r++) {
+    const int tp = r % T, dp = r / T % DP, pp = r / (T * DP);
+    auto& mine = a.reads[static_cast<size_t>(r)];
+    if (c.tracker) mine.push_back(*c.tracker);
+    mine.push_back(x.model.at({tp, pp}));
+    if (dp == 0 && !x.optim.empty()) mine.push_back(x.optim.at({tp, pp}));
+  }
+  a.description =
+      "Megatron-LM load_checkpoint (legacy torch format) of " + c.how + ", tensor-parallel " +
+      std::to_string(T) + " x pipeline " + std::to_string(P) + ", data-parallel " +
+      std::to_string(DP) + ": rank r (tp = r % " + std::to_string(T) + ", dp = r / " +
+      std::to_string(T) + " % " + std::to_string(DP) + ", pp = r / " + std::to_string(T * DP) +
+      ") reads " + (c.tracker ? kMgTracker + ", then " : std::string()) +
+      (x.pp_suffix ? "mp_rank_{tp}_{pp}" : "mp_rank_{tp}") +
+      "/model_optim_rng.pt (every data-parallel rank reads it)" +
+      (x.optim.empty() ? std::string()
+                       : ", then data-parallel rank 0 its distrib_optim.pt (the distributed "
+                         "optimizer's state, scattered from there)");
+  return a;
+}
+
+// torch_dist format: every rank reads the tracker (read_metadata), metadata.json
+// (check_is_distributed_checkpoint / maybe_load_config) and common.pt (load_common_state_dict),
+// then DCP's load_state_dict in the iteration directory: .metadata, then its own __r_N.distcp
+// files (the DCP rule; the saving rank count).
+ReadDirAssignment megatron_dist(const DirFiles& files, int world, const MgChoice& c,
+                                const MgIter& x) {
+  if (!x.model.empty() || !x.optim.empty())
+    throw NotApplicable{"both legacy mp_rank_* files and a torch_dist checkpoint in " +
+                        shown(c.dir) + ": not one Megatron checkpoint"};
+  if (!x.common)
+    throw NotApplicable{"no common.pt in the torch_dist checkpoint " + shown(c.dir) +
+                        " (Megatron's load_common_state_dict reads it)"};
+  std::vector<std::vector<size_t>> dcp;
+  const int W = dcp_reads(files, world, c.dir, dcp);
+  ReadDirAssignment a;
+  a.rule = "megatron";
+  a.reads.resize(static_cast<size_t>(world));
+  for (int r = 0; r < world; r++) {
+    auto& mine = a.reads[static_cast<size_t>(r)];
+    if (c.tracker) mine.push_back(*c.tracker);
+    mine.push_back(*x.config);
+    mine.push_back(*x.common);
+    mine.insert(mine.end(), dcp[static_cast<size_t>(r)].begin(), dcp[static_cast<size_t>(r)].end());
+  }
+  a.description = "Megatron-LM load_checkpoint (torch_dist format) of " + c.how + ", saved by " +
+                  std::to_string(W) + " ranks: every rank reads " +
+                  (c.tracker ? kMgTracker + ", " : std::string()) +
+                  "metadata.json and common.pt, then as PyTorch DCP loads with the same sharding "
+                  ".metadata and rank r its own __r_N.distcp files";
+  return a;
+}
+
+ReadDirAssignment megatron_rule(const DirFiles& files, int world,
+                                const std::function<std::string(const std::string&)>& read) {
+  const auto iters = megatron_iters(files);
+  const MgChoice c = megatron_choice(files, iters, read);
+  const MgIter& x = iters.at(c.dir);
+  return x.config ? megatron_dist(files, world, c, x) : megatron_legacy(world, c, x);
 }
 
 }  // namespace
@@ -423,6 +788,7 @@ ReadDirAssignment assign_read_dir(
   const Rule rules[] = {
       {"deepspeed", deepspeed_found(files),
        [&] { return deepspeed_rule(files, world, read_small); }},
+      {"megatron", megatron_found(files), [&] { return megatron_rule(files, world, read_small); }},
       {"dcp", dcp_found(files), [&] { return dcp_rule(files, world); }},
       {"safetensors", safetensors_found(files),
        [&] { return safetensors_rule(files, world, read_small); }},
@@ -447,8 +813,8 @@ ReadDirAssignment assign_read_dir(
         "--read-assign loader: " +
         (recognised.empty()
              ? std::string("the directory is not a checkpoint ckptbench recognises (a Hugging Face "
-                           "safetensors model, a DeepSpeed tag directory, a PyTorch DCP "
-                           "checkpoint); use --read-assign size")
+                           "safetensors model, a DeepSpeed tag directory, a Megatron-LM "
+                           "checkpoint, a PyTorch DCP checkpoint); use --read-assign size")
              : fallback));
   ReadDirAssignment a = got ? std::move(*got) : by_size(files, world);
   a.recognised = recognised;

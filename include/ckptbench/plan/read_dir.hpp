@@ -1,8 +1,10 @@
 // --read-dir: which rank reads which file of an existing checkpoint directory. Either whole files
 // spread by size, or - for a directory it recognises - what the framework's own loader opens on
-// each rank (Hugging Face safetensors shards, a DeepSpeed global_stepN/ tag, a PyTorch DCP
-// checkpoint). Pure: no MPI; the only I/O is the caller's `read_small` (the safetensors index,
-// DeepSpeed's `latest`).
+// each rank (Hugging Face safetensors shards, a DeepSpeed global_stepN/ tag with or without
+// pipeline layer files, a Megatron-LM iteration in its legacy or torch_dist format, a PyTorch DCP
+// checkpoint or the highest step of several). Pure: no MPI; the only I/O is the caller's
+// `read_small` (the safetensors index, DeepSpeed's `latest`, Megatron's
+// latest_checkpointed_iteration.txt).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -26,7 +28,7 @@ ReadAssign parse_read_assign(const std::string& s);
 using DirFiles = std::vector<std::pair<std::string, uint64_t>>;
 
 struct ReadDirAssignment {
-  std::string rule;         // "size", "safetensors", "deepspeed" or "dcp"
+  std::string rule;         // "size", "safetensors", "deepspeed", "megatron" or "dcp"
   std::string description;  // the rule in a sentence (for the report)
   std::string fallback;     // auto: why no loader rule applied (empty: none recognised / used)
   std::vector<std::string> recognised;  // formats found in the directory ("deepspeed", ...)
@@ -43,7 +45,8 @@ struct ReadDirAssignment {
 };
 
 // The assignment of `files` over `world` ranks. `read_small(path)` returns the content of a
-// small file of the directory (the safetensors index, DeepSpeed's `latest`). Throws ConfigError
+// small file of the directory (the safetensors index, DeepSpeed's `latest`, Megatron's
+// tracker). The description names the tag, iteration or step chosen. Throws ConfigError
 // for --read-assign loader when no loader rule applies, saying why (not recognised, another rank
 // count needed, an index naming a missing shard, ...).
 ReadDirAssignment assign_read_dir(const DirFiles& files, int world, ReadAssign how,
