@@ -13,8 +13,8 @@
 #                  docs/PERFORMANCE.md, the kernel's first touch of the pages it gives the page
 #                  cache: 6-8x the later saves, on both sides). The first repetition's times are
 #                  kept in pairs.tsv and the --json summary
-#   --cases LIST   comma-separated, any order: torch-save, torch-save-fsync, dcp-item, dcp-rank;
-#                  default torch-save,torch-save-fsync
+#   --cases LIST   comma-separated, any order: torch-save, torch-save-fsync, dcp-item, dcp-rank,
+#                  megatron-dist; default torch-save,torch-save-fsync
 #   --config FILE  the ckptbench config both sides run (one point); default
 #                  configs/realfw-llama-small.json
 #   --set KEY=VALUE  passed to both sides (ckptbench run --set, realfw.py --set, i.e. its plan);
@@ -43,10 +43,14 @@
 #                                                                --set dcp.replicas=lowest-rank
 #                                                                --set dcp.single_file_per_rank=false
 #   dcp-rank          --framework dcp --dcp-file-mode rank     | the same with ...=true
+#   megatron-dist     --framework megatron-dist                | --set preset=megatron-dist
+#                                                                --set layout=megatron-dist
 # A case's --set settings go to both sides (realfw.py gives them to `ckptbench plan`, which
 # decides the tensors each rank saves), so both handle the same checkpoint; the summary checks
 # that both plans have the same payload. dcp.replicas=lowest-rank: torch 1.13's DCP saves the
-# replicated tensors from the coordinator.
+# replicated tensors from the coordinator. megatron-dist: Megatron's spread of the replicated
+# tensors over the data-parallel ranks is the layout's, so realfw.py's plan gives each rank the
+# items the replay's rank writes.
 #
 # A pair is one run of each side, each a whole save + cache step + restore on fresh files;
 # odd pairs run the real side first, even pairs the replay first, so that drift over the run
@@ -85,6 +89,7 @@ case_sets() {
       dcp.single_file_per_rank=false ;;
     dcp-rank) printf '%s\n' preset=torch-dcp layout=torch-dcp dcp.replicas=lowest-rank \
       dcp.single_file_per_rank=true ;;
+    megatron-dist) printf '%s\n' preset=megatron-dist layout=megatron-dist ;;
   esac
 }
 real_opts() {
@@ -93,9 +98,10 @@ real_opts() {
     torch-save-fsync) printf '%s\n' --framework torch-save --fsync ;;
     dcp-item) printf '%s\n' --framework dcp --dcp-file-mode item ;;
     dcp-rank) printf '%s\n' --framework dcp --dcp-file-mode rank ;;
+    megatron-dist) printf '%s\n' --framework megatron-dist ;;
   esac
 }
-all_cases=(torch-save torch-save-fsync dcp-item dcp-rank)
+all_cases=(torch-save torch-save-fsync dcp-item dcp-rank megatron-dist)
 bin="${CKPT_BINARY:-$CKPT_ROOT/build/ckptbench}"
 pairs=5
 reps=1

@@ -10,7 +10,12 @@ so the emulation can be compared with what PyTorch actually does:
               them back;
   dcp         torch.distributed.checkpoint (torch.distributed._shard.checkpoint in 1.13):
               save_state_dict() with FileSystemWriter, load_state_dict() with FileSystemReader,
-              over a gloo process group.
+              over a gloo process group;
+  megatron-dist  Megatron-LM's torch_dist format, DCP underneath as Megatron drives it: rank 0
+              torch.save()s the common state to iter_0000001/common.pt, every rank
+              save_state_dict()s into iter_0000001/ (FileSystemWriter with thread_count 2: two
+              files per rank), rank 0 writes metadata.json and latest_checkpointed_iteration.txt;
+              the load reads those three on every rank, then load_state_dict().
 
 Usage (launched like ckptbench, one process per rank; /usr/bin/python3 is the Python that has
 torch and mpi4py):
@@ -19,6 +24,9 @@ torch and mpi4py):
       --set layout=aggregated-rank --set model.scale=0.002 --target /tmp/rfw -o /tmp/rfw/ts.json
   mpiexec -n 4 /usr/bin/python3 scripts/realfw.py --framework dcp --dcp-file-mode rank \\
       --set layout=torch-dcp --set model.scale=0.002 --target /tmp/rfw -o /tmp/rfw/dcp.json
+  mpiexec -n 4 /usr/bin/python3 scripts/realfw.py --framework megatron-dist \\
+      --set preset=megatron-dist --set layout=megatron-dist --set model.scale=0.002 \\
+      --target /tmp/rfw -o /tmp/rfw/mdist.json
 
 How it works:
   1. Rank 0 runs `ckptbench plan --json --items --world N [--config F] [--set K=V ...]` (without
@@ -37,9 +45,10 @@ How it works:
   4. Rank 0 writes a report in ckptbench's layout (docs/report.schema.json, tool.name
      "ckptbench-realfw", a `framework` object) and prints one line per phase.
 
-Options: --framework torch-save|dcp; --dcp-file-mode item|rank (dcp: FileSystemWriter
-single_file_per_rank False/True, default item); --fsync (torch-save: reopen O_RDONLY, fsync,
-close after each torch.save, timed as step sync_s; DCP always runs with sync_files=True);
+Options: --framework torch-save|dcp|megatron-dist; --dcp-file-mode item|rank (dcp:
+FileSystemWriter single_file_per_rank False/True, default item; megatron-dist: rank only,
+Megatron's); --fsync (torch-save: reopen O_RDONLY, fsync, close after each torch.save, timed as
+step sync_s; DCP always runs with sync_files=True);
 --config FILE and --set KEY=VALUE (to ckptbench plan); --binary PATH (default $CKPT_BINARY, else
 build/ckptbench of this repo); --target DIR (required); -o REPORT (default
 results/realfw-<framework>-<UTC time>.json); --repetitions R; --cache fadvise|drop-caches|none
@@ -65,7 +74,13 @@ rename).  Each rank's DCP state dict holds its tensors keyed v<vrank>/<name>, ea
 ShardedTensor with one local shard: DCP 1.13's default planner saves plain tensors on the
 coordinator only (the other ranks' keys would be missing from .metadata).  Importing DCP under
 Python 3.11 needs an import-time fix of torch 1.13 (see realfw_runners.install_dcp_import_fix); the report's
-framework.workaround says so when it was applied.
+framework.workaround says so when it was applied. megatron-dist writes the same DCP files inside
+iter_0000001/ (__<rank>_0.distcp and __<rank>_1.distcp: each rank's items split into two bins,
+largest first into the emptier, as torch 2.x's FileSystemWriter does with thread_count 2, which
+1.13's lacks and realfw_runners.dcp_writer adds), its state dict the plan's items of each rank
+(the megatron-dist layout spreads the replicated tensors over the data-parallel ranks, so each
+key is on one rank), and rank 0's common.pt (a few small Python objects: not the size of a real
+Megatron common state), metadata.json and latest_checkpointed_iteration.txt, none fsynced.
 
 Report fields measured here (the names mean what they mean in ckptbench, docs/metrics.md):
   bytes            tensor payload bytes saved/restored, summed over ranks
@@ -94,7 +109,7 @@ Exit codes: 0 success; 2 bad input (options, config, plan, target), found before
 1 (MPI_Abort) an error during the run, printed with the rank that saw it.
 Only torch, mpi4py, the standard library and scripts/ckptinput.py are used. The parts, beside
 this file (scripts/): realfw_job.py (MPI's state, errors, abort), realfw_inventory.py (the plan:
-files, tensors, writers), realfw_runners.py (the frameworks: torch-save, dcp), realfw_timing.py
+files, tensors, writers), realfw_runners.py (the frameworks: torch-save, dcp, megatron-dist), realfw_timing.py
 (the timed frame, the cache step, residency), realfw_report.py (phases, environment, report).
 """
 
@@ -146,12 +161,15 @@ def parse_args(argv):
                            "framework and write a ckptbench-style JSON report.",
                epilog="Run under mpiexec/srun, one process per rank, with the Python that has "
                       "torch and mpi4py (e.g. /usr/bin/python3).")
-    p.add_argument("--framework", required=True, choices=["torch-save", "dcp"],
+    p.add_argument("--framework", required=True, choices=["torch-save", "dcp", "megatron-dist"],
                    help="torch-save: torch.save/torch.load per plan file; dcp: "
-                        "torch.distributed.checkpoint save_state_dict/load_state_dict")
+                        "torch.distributed.checkpoint save_state_dict/load_state_dict; "
+                        "megatron-dist: Megatron-LM's torch_dist format (DCP in iter_0000001/ "
+                        "with two files per rank, common.pt, metadata.json, the tracker)")
     p.add_argument("--dcp-file-mode", choices=["item", "rank"], default=None,
-                   help="dcp only: FileSystemWriter single_file_per_rank=False (item: one file per "
-                        "tensor, the 1.13 code default) or True (rank); default item")
+                   help="dcp: FileSystemWriter single_file_per_rank=False (item: one file per "
+                        "tensor, the 1.13 code default) or True (rank); default item. "
+                        "megatron-dist: rank (Megatron's), the only one allowed")
     p.add_argument("--fsync", action="store_true",
                    help="torch-save only: after each torch.save, open the file O_RDONLY, fsync, "
                         "close (timed in the save, step sync_s). DCP always syncs (sync_files=True)")
@@ -181,11 +199,16 @@ def parse_args(argv):
 
     if args.framework == "torch-save" and args.dcp_file_mode is not None:
         p.error("argument --dcp-file-mode: only with --framework dcp")
-    if args.framework == "dcp" and args.fsync:
+    if args.framework != "torch-save" and args.fsync:
         p.error("argument --fsync: only with --framework torch-save "
                 "(DCP's FileSystemWriter fsyncs every file itself, sync_files=True)")
     if args.framework == "dcp" and args.dcp_file_mode is None:
         args.dcp_file_mode = "item"
+    if args.framework == "megatron-dist":
+        if args.dcp_file_mode == "item":
+            p.error("argument --dcp-file-mode: megatron-dist writes one file per rank and bin "
+                    "(Megatron's FileSystemWriter, single_file_per_rank=True): rank only")
+        args.dcp_file_mode = "rank"
     for s in args.sets:
         if "=" not in s or s.startswith("="):
             p.error(f"argument --set: '{s}' is not KEY=VALUE")
@@ -363,7 +386,7 @@ def main(argv):
         f"{st['cache']}, run dir {st['run_dir']}", args)
 
     try:
-        if args.framework == "dcp":
+        if runners.uses_dcp(args):
             runners.init_process_group(nodes)
         # The training state, in host memory before anything is timed.
         runner = runners.make_runner(args, point)
@@ -380,7 +403,7 @@ def main(argv):
         abort(str(e) if isinstance(e, RunError) else f"{type(e).__name__}: {e}")
 
     job.COMM.Barrier()
-    if args.framework == "dcp":
+    if runners.uses_dcp(args):
         import torch.distributed as dist
         dist.destroy_process_group()
     if not args.keep and job.RANK == 0:

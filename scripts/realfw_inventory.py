@@ -127,6 +127,11 @@ def check_plan(point, framework, world):
     if framework == "dcp" and point.get("layout") != "torch-dcp":
         warnings.append(f"plan layout '{point.get('layout')}' is not torch-dcp: DCP saves the "
                         "same tensors in its own files (__<rank>_<n>.distcp + .metadata)")
+    if framework == "megatron-dist" and point.get("layout") != "megatron-dist":
+        warnings.append(f"plan layout '{point.get('layout')}' is not megatron-dist: the runner "
+                        "saves the plan's tensors of each rank in Megatron's torch_dist files "
+                        "(iter_0000001/: common.pt, __<rank>_<n>.distcp, .metadata, "
+                        "metadata.json; latest_checkpointed_iteration.txt)")
     idle = sorted(set(range(world)) - {it["rank"] for f in files for it in f.get("items", [])})
     if idle:
         warnings.append(f"rank(s) {cpu_list(idle)} hold no tensors in this plan and save nothing "
@@ -136,7 +141,7 @@ def check_plan(point, framework, world):
 
 def my_items(point, framework):
     """This rank's work. torch-save: [(relative path, [items])] of its files in plan order;
-    dcp: [items] of every file, those this rank writes. Items come in state-dict order (vrank,
+    dcp (and megatron-dist): [items] of every file, those this rank writes. Items come in state-dict order (vrank,
     then the item's place in that rank's state: `plan --items` lists them in file-offset order,
     which a torch.save archive permutes into its records' key order)."""
     def state_order(items):

@@ -1,16 +1,22 @@
 """The real frameworks scripts/realfw.py runs, one runner each.
 
 torch-save (TorchSave): torch.save/torch.load of a dict per plan file. dcp (Dcp):
-torch.distributed.checkpoint (torch.distributed._shard.checkpoint in 1.13) over gloo. Here too:
-importing torch and DCP (with the import-time fix torch 1.13's DCP needs under Python 3.11), the
-tensors a rank holds (deterministic data, bitwise comparison, a ShardedTensor per tensor for
-DCP) and the timed phases, their steps split as the report names them (io_s, sync_s).
+torch.distributed.checkpoint (torch.distributed._shard.checkpoint in 1.13) over gloo.
+megatron-dist (MegatronDist): Megatron-LM's torch_dist format around the same DCP save and load
+(rank 0's common.pt, DCP's files in iter_0000001/ with two bins per rank, metadata.json and
+latest_checkpointed_iteration.txt). Here too: importing torch and DCP (with the import-time fix
+torch 1.13's DCP needs under Python 3.11), the tensors a rank holds (deterministic data, bitwise
+comparison, a ShardedTensor per tensor for DCP) and the timed phases, their steps split as the
+report names them (io_s, sync_s).
 """
 
+import json
 import os
 import platform
+import queue
 import socket
 import sys
+import threading
 import time
 import zlib
 
@@ -20,6 +26,13 @@ from realfw_job import RunError
 from realfw_timing import timed, timed_call
 
 torch = None  # imported by import_framework() once the options are known to be good
+
+# The frameworks that run DCP (a gloo process group, the import fix).
+DCP_FRAMEWORKS = ("dcp", "megatron-dist")
+
+
+def uses_dcp(args):
+    return args.framework in DCP_FRAMEWORKS
 
 
 # ----------------------------------------------------------------------------------------------
@@ -75,7 +88,7 @@ def import_framework(args):
     """Import torch (and DCP); returns the workaround description when the fix was applied."""
     global torch
     workaround = None
-    if args.framework == "dcp":
+    if uses_dcp(args):
         finder, applied = install_dcp_import_fix()
         try:
             import torch as _torch
@@ -206,29 +219,114 @@ class _TimedOs:
         return getattr(os, name)
 
 
-def dcp_save_phase(sd, pointdir, mode):
+def _item_size(item):
+    """The bytes of a tensor WriteItem (its chunk), as torch 2.x's filesystem._item_size."""
+    n = 1
+    for s in item.tensor_data.chunk.sizes:
+        n *= s
+    return n * torch._utils._element_size(item.tensor_data.properties.dtype)
+
+
+def split_by_size_and_type(bins, items):
+    """torch 2.x's filesystem._split_by_size_and_type: byte items round robin, tensor items by
+    decreasing size (a stable sort), each into the bin with the fewest bytes (ties: the lowest)."""
+    from torch.distributed._shard.checkpoint.planner import WriteItemType
+    if bins == 1:
+        return [list(items)]
+    bytes_w = [wi for wi in items if wi.type == WriteItemType.BYTE_IO]
+    tensor_w = [wi for wi in items if wi.type != WriteItemType.BYTE_IO]
+    buckets = [[] for _ in range(bins)]
+    sizes = [0] * bins
+    tensor_w.sort(key=_item_size, reverse=True)
+    for i, wi in enumerate(bytes_w):
+        buckets[i % bins].append(wi)
+    for wi in tensor_w:
+        b = min(range(bins), key=lambda k: sizes[k])
+        buckets[b].append(wi)
+        sizes[b] += _item_size(wi)
+    return buckets
+
+
+def dcp_writer(ckpt_dir, single_file_per_rank, thread_count):
+    """DCP's FileSystemWriter (sync_files=True). thread_count > 1 (Megatron's
+    TorchDistSaveShardedStrategy uses 2) is torch 2.x's writer option, which 1.13 lacks: then a
+    subclass whose write_data does what 2.x's does - one file per bin (split_by_size_and_type)
+    with one file per rank, one per item otherwise, __<rank>_<n>.distcp, written from a queue by
+    thread_count threads (the caller's and thread_count - 1 more) - each file through 1.13's own
+    _write_files_from_queue (open, _write_item per item, fsync, close)."""
+    import torch.distributed._shard.checkpoint as dcp
+    if thread_count == 1:
+        return dcp.FileSystemWriter(ckpt_dir, single_file_per_rank=single_file_per_rank,
+                                    sync_files=True)
+    from torch.futures import Future
+    dcp_fs = sys.modules[dcp.FileSystemWriter.__module__]
+
+    class ThreadedFileSystemWriter(dcp.FileSystemWriter):
+        def write_data(self, plan, planner):
+            prefix = plan.storage_data.prefix
+            groups = (split_by_size_and_type(thread_count, plan.items)
+                      if self.single_file_per_rank else [[it] for it in plan.items])
+            files = queue.Queue()
+            for n, group in enumerate(groups):
+                name = f"{prefix}{n}{dcp_fs.DEFAULT_SUFIX}"
+                files.put((self.path / name, name, group))
+            results, errors = [], []
+
+            def worker():
+                try:
+                    while True:
+                        try:
+                            entry = files.get_nowait()
+                        except queue.Empty:
+                            return
+                        results.extend(dcp_fs._write_files_from_queue(
+                            [entry], planner, self.sync_files))
+                except BaseException as e:  # the caller raises it
+                    errors.append(e)
+            threads = [threading.Thread(target=worker) for _ in range(1, thread_count)]
+            for t in threads:
+                t.start()
+            worker()
+            for t in threads:
+                t.join()
+            if errors:
+                raise errors[0]
+            fut = Future()
+            fut.set_result(results)
+            return fut
+
+    return ThreadedFileSystemWriter(ckpt_dir, single_file_per_rank=single_file_per_rank,
+                                    sync_files=True)
+
+
+def dcp_save_phase(sd, ckpt_dir, single_file_per_rank, thread_count=1, before=None, after=None):
     """save_state_dict, split (for the report's steps; the calls made are DCP's own): io = its
     _write_item calls (each item torch.save'd into the file stream: pickling, CRC-32, writes;
     filesystem.py in 1.13), sync = its os.fsync calls (each data file, the coordinator's
-    .metadata.tmp). The rest of the phase is DCP's planning, its collectives (waits for the
-    other ranks included) and the coordinator's pickling of Metadata."""
+    .metadata.tmp); with several writer threads both are summed over the threads. The rest of
+    the phase is DCP's planning, its collectives (waits for the other ranks included) and the
+    coordinator's pickling of Metadata. before/after: the framework's own files around DCP's
+    (Megatron's common.pt; metadata.json and the tracker), timed in the phase, as io."""
     import torch.distributed._shard.checkpoint as dcp
     dcp_fs = sys.modules[dcp.FileSystemWriter.__module__]  # where the writer looks them up
     split = hasattr(dcp_fs, "_write_item") and getattr(dcp_fs, "os", None) is os
 
     def run():
         acc = {"io": 0.0, "sync": 0.0}
+        if before:
+            timed_call(before, acc, "io")()
         if split:
             write_item = dcp_fs._write_item
             dcp_fs._write_item = timed_call(write_item, acc, "io")
             dcp_fs.os = _TimedOs(acc)
         try:
-            writer = dcp.FileSystemWriter(pointdir, single_file_per_rank=(mode == "rank"),
-                                          sync_files=True)
+            writer = dcp_writer(ckpt_dir, single_file_per_rank, thread_count)
             dcp.save_state_dict(sd, writer)
         finally:
             if split:
                 dcp_fs._write_item, dcp_fs.os = write_item, os
+        if after:
+            timed_call(after, acc, "io")()
         return acc
     rec = timed(run)
     if not split:  # another DCP than 1.13's: the whole call, as before
@@ -236,15 +334,18 @@ def dcp_save_phase(sd, pointdir, mode):
     return rec
 
 
-def dcp_load_phase(target_sd, pointdir):
+def dcp_load_phase(target_sd, ckpt_dir, before=None):
     """load_state_dict, split: io = the reader's read_metadata and read_data calls (.metadata
     unpickled; each item torch.load'ed from its file view and copied into the state dict). The
-    rest is DCP's load planning and its collectives (waits included)."""
+    rest is DCP's load planning and its collectives (waits included). before: the framework's
+    own reads ahead of DCP's (Megatron's tracker, metadata.json, common.pt), timed as io."""
     import torch.distributed._shard.checkpoint as dcp
 
     def run():
         acc = {"io": 0.0, "sync": 0.0}
-        reader = dcp.FileSystemReader(pointdir)
+        if before:
+            timed_call(before, acc, "io")()
+        reader = dcp.FileSystemReader(ckpt_dir)
         reader.read_metadata = timed_call(reader.read_metadata, acc, "io")
         reader.read_data = timed_call(reader.read_data, acc, "io")
         dcp.load_state_dict(target_sd, reader)
@@ -326,10 +427,15 @@ class TorchSave:
 
 class Dcp:
     """torch.distributed.checkpoint: save_state_dict() with FileSystemWriter (one file per item
-    or per rank, sync_files=True), load_state_dict() with FileSystemReader, over gloo."""
+    or per rank, sync_files=True), load_state_dict() with FileSystemReader, over gloo. A
+    framework built on DCP (MegatronDist) changes the class attributes and the hooks: where DCP's
+    directory is, how many writer threads, and its own files around DCP's."""
+
+    subdir = ""  # DCP's directory, relative to the point directory
+    thread_count = 1  # FileSystemWriter's bins/threads (1.13 has one)
 
     def __init__(self, args, point):
-        self.mode = args.dcp_file_mode
+        self.single_file = args.dcp_file_mode == "rank"
         self.syncs_files = True  # sync_files=True: DCP fsyncs every file it writes
         self.work = my_items(point, "dcp")  # [items] this rank writes
 
@@ -339,19 +445,35 @@ class Dcp:
     def items(self):
         return self.work
 
+    # Hooks: the framework's own files (rank 0's, beside DCP's), its save steps before and after
+    # DCP's save and its reads before DCP's load (None: plain DCP).
+    def side_files(self, pointdir):
+        return []
+
+    def save_hooks(self, pointdir):
+        return None, None
+
+    def load_hook(self, pointdir):
+        return None
+
     def save(self, pointdir, tensors):
+        ckpt_dir = os.path.join(pointdir, self.subdir)
+        os.makedirs(ckpt_dir, exist_ok=True)  # before the timed phase
         sd = {k: sharded(t) for k, t in tensors.items()}
-        rec = dcp_save_phase(sd, pointdir, self.mode)
+        before, after = self.save_hooks(pointdir)
+        rec = dcp_save_phase(sd, ckpt_dir, self.single_file, self.thread_count, before, after)
         del sd
         job.COMM.Barrier()  # .metadata is renamed into place by the coordinator before it returns
         prefix = f"__{job.RANK}_"
-        mine = [n for n in os.listdir(pointdir) if n.startswith(prefix) and n.endswith(".distcp")]
+        mine = [n for n in os.listdir(ckpt_dir) if n.startswith(prefix) and n.endswith(".distcp")]
         mine.sort(key=lambda n: int(n[len(prefix):-len(".distcp")]))
-        written = [os.path.join(pointdir, n) for n in mine]
-        meta = os.path.join(pointdir, ".metadata")
+        written = [os.path.join(ckpt_dir, n) for n in mine]
+        meta = os.path.join(ckpt_dir, ".metadata")
+        side = self.side_files(pointdir) if job.RANK == 0 else []
         if job.RANK == 0:
-            written.append(meta)
-        read_paths = [p for p in written if p != meta] + [meta]  # every rank reads .metadata
+            written += [meta] + side
+        # Every rank reads .metadata; rank 0's cache step covers the framework's own files.
+        read_paths = [p for p in written if p != meta and p not in side] + [meta] + side
         return rec, written, read_paths
 
     def file_count_warning(self, rep, pointdir, save_recs):
@@ -365,22 +487,111 @@ class Dcp:
 
     def restore(self, pointdir, tensors, written):
         target = {k: sharded(torch.zeros_like(t)) for k, t in tensors.items()}
-        return dcp_load_phase(target, pointdir), target
+        rec = dcp_load_phase(target, os.path.join(pointdir, self.subdir),
+                             self.load_hook(pointdir))
+        return rec, target
 
     def verify(self, pointdir, tensors, written, target):
+        ckpt_dir = os.path.join(pointdir, self.subdir)
         verified = 0
         for k, t in tensors.items():
             shards = target[k].local_shards()
             got = shards[0].tensor if len(shards) == 1 else None
             if got is None or not same_tensor(t, got):
-                raise RunError(f"verification: {dcp_file_of(pointdir, k)}: key '{k}': restored "
-                               f"{describe_tensor(got)} differs from the saved {describe_tensor(t)}")
+                raise RunError(f"verification: {dcp_file_of(ckpt_dir, k)}: key '{k}': "
+                               f"restored {describe_tensor(got)} differs from the saved "
+                               f"{describe_tensor(t)}")
             verified += t.numel() * t.element_size()
         return verified
 
 
+# Megatron-LM's torch_dist format (megatron/core/dist_checkpointing and training/checkpointing.py):
+# the directory of iteration 1, the files beside DCP's, and what they hold here.
+MEGATRON_ITER = "iter_0000001"
+MEGATRON_TRACKER = "latest_checkpointed_iteration.txt"
+# metadata.json: dist_checkpointing's CheckpointingConfig, json.dump'ed (save_config).
+MEGATRON_CONFIG = {"sharded_backend": "torch_dist", "sharded_backend_version": 1,
+                   "common_backend": "torch", "common_backend_version": 1}
+# common.pt: the state that is not sharded (Megatron's args, iteration, scheduler, ...), a few
+# small Python objects here: its size is not the real one's (nor the replay's estimate).
+MEGATRON_COMMON = {"checkpoint_version": 3.0, "iteration": 1,
+                   "num_floating_point_operations_so_far": 0,
+                   "opt_param_scheduler": {"max_lr": 3.0e-4, "min_lr": 3.0e-5, "num_steps": 1,
+                                           "warmup_steps": 0, "decay_steps": 1000,
+                                           "decay_style": "cosine"},
+                   "args": {"framework": "realfw.py megatron-dist", "iteration": 1}}
+
+
+class MegatronDist(Dcp):
+    """Megatron-LM's torch_dist checkpoint, DCP underneath, as Megatron saves and loads it with
+    PyTorch's FileSystemWriter/Reader (TorchDistSaveShardedStrategy, thread_count 2, one file per
+    rank and bin). Save: rank 0 torch.save()s the common state to iter_0000001/common.pt
+    (dist_checkpointing.save's save_common); every rank save_state_dict()s its tensors (the plan's
+    items of this rank: Megatron's fully parallel save spreads the replicated tensors over the
+    data-parallel ranks, so each key is on one rank) into iter_0000001/__<rank>_{0,1}.distcp,
+    fsync per file, rank 0's .metadata as DCP's commit record; then rank 0 json.dump()s
+    metadata.json (save_config), a barrier, rank 0 writes latest_checkpointed_iteration.txt, a
+    barrier (checkpointing.py). None of Megatron's own three files is fsynced. Load, every rank:
+    the tracker (read_metadata), metadata.json (maybe_load_config), torch.load of common.pt
+    (load_common), then load_state_dict() into the preallocated tensors."""
+
+    subdir = MEGATRON_ITER
+    thread_count = 2
+
+    def __init__(self, args, point):
+        super().__init__(args, point)
+        self.loaded = None  # what the restore read from Megatron's own files
+
+    def side_files(self, pointdir):
+        it = os.path.join(pointdir, MEGATRON_ITER)
+        return [os.path.join(it, "common.pt"), os.path.join(it, "metadata.json"),
+                os.path.join(pointdir, MEGATRON_TRACKER)]
+
+    def save_hooks(self, pointdir):
+        import torch.distributed as dist
+        common, config, tracker = self.side_files(pointdir)
+
+        def before():
+            if job.RANK == 0:
+                torch.save(MEGATRON_COMMON, common)
+
+        def after():
+            if job.RANK == 0:
+                with open(config, "w") as f:
+                    json.dump(MEGATRON_CONFIG, f)
+            dist.barrier()
+            if job.RANK == 0:
+                with open(tracker, "w") as f:
+                    f.write(str(MEGATRON_COMMON["iteration"]))
+            dist.barrier()
+        return before, after
+
+    def load_hook(self, pointdir):
+        common, config, tracker = self.side_files(pointdir)
+
+        def before():
+            with open(tracker) as f:
+                iteration = f.read().strip()
+            with open(config) as f:
+                cfg = json.load(f)
+            self.loaded = {"iteration": iteration, "config": cfg,
+                           "common": torch.load(common, map_location="cpu")}
+        return before
+
+    def verify(self, pointdir, tensors, written, target):
+        common, config, tracker = self.side_files(pointdir)
+        got, self.loaded = self.loaded, None
+        for path, have, want in ((tracker, got["iteration"], str(MEGATRON_COMMON["iteration"])),
+                                 (config, got["config"], MEGATRON_CONFIG),
+                                 (common, got["common"], MEGATRON_COMMON)):
+            if have != want:
+                raise RunError(f"verification: {path}: read {have!r}, saved {want!r}")
+        return super().verify(pointdir, tensors, written, target)
+
+
 def make_runner(args, point):
-    return TorchSave(args, point) if args.framework == "torch-save" else Dcp(args, point)
+    runner = {"torch-save": TorchSave, "dcp": Dcp, "megatron-dist": MegatronDist}
+    return runner[args.framework](args, point)
 
 
 def framework_info(args, workaround):
@@ -388,21 +599,33 @@ def framework_info(args, workaround):
     fw_name = "torch.save" if args.framework == "torch-save" else "torch.distributed.checkpoint"
     # fsync: whether the save fsyncs every file inside the timed phase (DCP: sync_files=True).
     framework = {"name": fw_name, "library": "torch", "version": torch.__version__,
-                 "fsync": bool(args.fsync) or args.framework == "dcp"}
+                 "fsync": bool(args.fsync) or uses_dcp(args)}
     if args.framework == "torch-save":
         framework["api"] = ("torch.save(dict, path) per plan file; torch.load(path, "
                             "map_location='cpu')")
         if args.fsync:
             framework["api"] += "; after each save: open(path, O_RDONLY), fsync, close"
-    else:
-        framework.update(
-            api="torch.distributed._shard.checkpoint.save_state_dict(sd, FileSystemWriter(dir, "
-                f"single_file_per_rank={args.dcp_file_mode == 'rank'}, sync_files=True)); "
-                "load_state_dict(sd, FileSystemReader(dir))",
-            file_mode=args.dcp_file_mode, sync_files=True, process_group="gloo",
-            state_dict="each rank's tensors keyed v<vrank>/<name>, each a ShardedTensor with one "
-                       "local shard on its rank: DCP 1.13's default planner writes plain tensors "
-                       "on the coordinator (rank 0) only")
-        if workaround:
-            framework["workaround"] = workaround
+        return framework
+    framework.update(
+        api="torch.distributed._shard.checkpoint.save_state_dict(sd, FileSystemWriter(dir, "
+            f"single_file_per_rank={args.dcp_file_mode == 'rank'}, sync_files=True)); "
+            "load_state_dict(sd, FileSystemReader(dir))",
+        file_mode=args.dcp_file_mode, sync_files=True, process_group="gloo",
+        state_dict="each rank's tensors keyed v<vrank>/<name>, each a ShardedTensor with one "
+                   "local shard on its rank: DCP 1.13's default planner writes plain tensors "
+                   "on the coordinator (rank 0) only")
+    if args.framework == "megatron-dist":
+        framework["api"] = (
+            "Megatron-LM torch_dist, as megatron/core/dist_checkpointing saves and loads it: "
+            f"rank 0 torch.save(common, '{MEGATRON_ITER}/common.pt'); "
+            f"save_state_dict(sd, FileSystemWriter('{MEGATRON_ITER}', single_file_per_rank=True, "
+            "sync_files=True, thread_count=2)) (thread_count as torch 2.x's writer: two bins "
+            "per rank, largest item first into the emptier one, two writer threads); rank 0 "
+            f"json.dump(config, '{MEGATRON_ITER}/metadata.json'), barrier, rank 0 writes "
+            f"'{MEGATRON_TRACKER}', barrier. Load, every rank: the tracker, metadata.json, "
+            "torch.load(common.pt), load_state_dict(sd, FileSystemReader(dir))")
+        framework["layout"] = "megatron-dist"
+        framework["thread_count"] = MegatronDist.thread_count
+    if workaround:
+        framework["workaround"] = workaround
     return framework

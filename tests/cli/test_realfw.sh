@@ -6,7 +6,11 @@
 # and size histograms within 10%, the fsyncs and renames, the commit order (DCP's .metadata
 # renamed into place after every other file, read first by every rank), and the byte totals.
 # Cases: torch.save without fsync (what frameworks do) and with an fsync per file (realfw
-# --fsync, replay sync=file); DCP with one file per item and with one file per rank. Installs python3-torch, python3-mpi4py and strace with apt-get when missing and
+# --fsync, replay sync=file); DCP with one file per item and with one file per rank; Megatron-LM's
+# torch_dist format (realfw --framework megatron-dist: rank 0's common.pt, DCP with two files per
+# rank in iter_0000001/, metadata.json and the tracker after DCP's .metadata; the replay's preset
+# and layout megatron-dist), where common.pt's size is an estimate on both sides (only its
+# presence is compared). Installs python3-torch, python3-mpi4py and strace with apt-get when missing and
 # root; exit 77 only when they cannot be installed, saying why. docs/layouts.md, "torch.save
 # framing"; scripts/realfw.py.
 # Before that, without torch or mpi4py: realfw.py refuses the targets ckptbench refuses (/etc, a
@@ -71,6 +75,8 @@ SETS=(--set model.scale=0.05)
 cache_opt=(--cache drop-caches)
 [ -w /proc/sys/vm/drop_caches ] || cache_opt=(--cache fadvise)
 TRACE=(strace -f -y -qq -e trace=%file,%desc)
+# Extra options of strace_io.py compare for the next case (--estimated, --after-commit).
+compare_opts=()
 
 # case NAME FRAMEWORK FSYNCS REALFW_ARGS -- REPLAY_ARGS
 case_run() {
@@ -99,7 +105,8 @@ case_run() {
   [ -d "$rdir" ] && [ -d "$pdir" ] || { bad "$name: no point directory ($rdir, $pdir)"; return; }
   local out
   if out="$("$PY" "$SRC/scripts/strace_io.py" compare "$d/real.trace" "$rdir" \
-    "$d/replay.trace" "$pdir" --tolerance 0.10 --size-slack 4096 --expect-fsync "$fsyncs" 2>&1)"; then
+    "$d/replay.trace" "$pdir" --tolerance 0.10 --size-slack 4096 --expect-fsync "$fsyncs" \
+    ${compare_opts[@]+"${compare_opts[@]}"} 2>&1)"; then
     ok "$name: the replay's requests match the real framework's"
   else
     bad "$name: the replay's requests differ from the real framework's"
@@ -145,6 +152,20 @@ print(len(json.load(sys.stdin)["points"][0]["file_list"]))')"
 case_run dcp-item dcp "$items" --dcp-file-mode item -- "${DCP[@]}" \
   --set dcp.single_file_per_rank=false
 case_run dcp-rank dcp 5 --dcp-file-mode rank -- "${DCP[@]}" --set dcp.single_file_per_rank=true
+# Megatron-LM torch_dist (megatron/core/dist_checkpointing over DCP, FileSystemWriter with two
+# threads): both sides plan with the megatron-dist layout, whose spread of the replicated tensors
+# over the data-parallel ranks decides each rank's items. The fsyncs: each .distcp file and
+# .metadata.tmp (Megatron writes common.pt, metadata.json and the tracker without one).
+# common.pt is an estimate (the replay: the trainer state's estimated bytes; realfw.py: a
+# stand-in dict): only its presence is compared. metadata.json and the tracker are written
+# after .metadata (after DCP's save returns), on both sides.
+MDIST=(--set preset=megatron-dist --set layout=megatron-dist)
+mfsyncs="$("$BIN" plan -c "$CFG" "${SETS[@]}" "${MDIST[@]}" --world 4 --json --files | "$PY" -c 'import json, sys
+print(1 + sum(f["path"].endswith(".distcp") for f in json.load(sys.stdin)["points"][0]["file_list"]))')"
+compare_opts=(--estimated iter_0000001/common.pt --after-commit iter_0000001/metadata.json
+  --after-commit latest_checkpointed_iteration.txt)
+case_run megatron-dist megatron-dist "$mfsyncs" "${MDIST[@]}" -- "${MDIST[@]}"
+compare_opts=()
 
 # ---- no --cache: fadvise, as ckptbench's cache "fadvise"; the node's page cache is dropped only
 # with --cache drop-caches. Without --keep the clean-up removes what the run made, nothing else.
