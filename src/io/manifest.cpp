@@ -240,6 +240,7 @@ std::vector<RankIo> regroup_reads(const IoPlan& saved, int new_world) {
         g.id = f.id;
         g.path = f.path;
         g.size = f.size;
+        g.text = f.text;  // a tracker's content is what a read checks (FileSpec::text)
       }
       g.extents.insert(g.extents.end(), f.extents.begin(), f.extents.end());
       readers[f.id].insert(static_cast<int>(r));

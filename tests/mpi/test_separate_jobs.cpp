@@ -151,6 +151,44 @@ INSTANTIATE_TEST_SUITE_P(Layouts, SeparateJobs,
                                            std::make_tuple("aggregated-node", "io_uring"),
                                            std::make_tuple("file-per-tensor", "hdf5")));
 
+// A save job of three checkpoints with a framework preset keeps the framework's tree (Megatron-LM
+// torch_dist: iter_0000100/ ... iter_0000300/ and the tracker); a restore job reads the newest
+// and verifies every byte, the trackers' text included (metadata.json, the tracker).
+TEST(SeparateJobs, CadenceOfAFrameworkPresetRestoredInAnotherJob) {
+  json c = config("megatron-dist", "posix");
+  c.erase("layout");
+  c.erase("block_size");
+  c["preset"] = "megatron-dist";
+  c["checkpoints"] = 3;
+  c["repetitions"] = 1;
+  const std::string target = shared_target("sep-cadence");
+  RunOptions so;
+  so.quiet = true;
+  so.phases = Phases::save;
+  so.target_override = target;
+  so.config_document = c;
+  const RunResult s = run_benchmark(parse_config(c), so, MPI_COMM_WORLD);
+  ASSERT_EQ(s.exit_code, 0) << s.error;
+  const std::string run_dir =
+      bcast_from_root(world_rank() == 0 ? s.doc["environment"]["run_dir"].get<std::string>() : "");
+  const RunResult r = restore_on(2, c, run_dir);
+  if (world_rank() == 0) {
+    ASSERT_EQ(r.exit_code, 0) << r.error;
+    const std::string rep = run_dir + "/point-001/rep-01";
+    for (const char* d : {"iter_0000100", "iter_0000200", "iter_0000300"})
+      EXPECT_TRUE(fs::is_directory(rep + "/" + d)) << d;
+    std::ifstream in(rep + "/latest_checkpointed_iteration.txt");
+    std::string it;
+    in >> it;
+    EXPECT_EQ(it, "300");
+    const json& rr = r.doc["points"][0]["repetitions"][0];
+    EXPECT_GT(rr["bytes_verified"].get<uint64_t>(),
+              s.doc["points"][0]["plan"]["payload_bytes"].get<uint64_t>());
+    fs::remove_all(target);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 TEST(SeparateJobsRefusals, PhaseOptions) {
   const json c = config("file-per-shard", "posix");
   RunOptions o;
