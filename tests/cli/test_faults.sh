@@ -121,7 +121,7 @@ fi
 # during a phase is heard by its peers at their next meeting, and no .metadata is written.
 cat > "$work/dcp.json" <<'J'
 {"model": "tiny", "parallelism": {"tp": 1, "dp": "auto", "zero_stage": 1}, "preset": "torch-dcp",
- "dcp": {"single_file_per_rank": false}, "source": "shard", "repetitions": 1}
+ "dcp": {"single_file_per_rank": false}, "source": "shard", "repetitions": 1, "verify": true}
 J
 out="$(timeout 180 "${MPI[@]}" -n 4 "$BIN" run --config "$work/dcp.json" --set keep=true \
       --target "$work/t-dcp-ok" --output "$work/dcp-ok.json" --quiet 2>&1)"
@@ -146,12 +146,14 @@ if [ "$(jq_py "$work/dcp-ok.json" "all(d['points'][0]['repetitions'][0][p]['step
 else
   bad "torch-dcp: cpu_s $(jq_py "$work/dcp-ok.json" "[d['points'][0]['repetitions'][0][p]['steps']['cpu_s'] for p in ('save', 'restore')]")"
 fi
-# verify "after" (source shard): the same bytes are checked as inline - the .metadata record,
-# read through a pool buffer, at once; the items in the resident memory after the timed restore -
-# and a byte corrupted between save and restore still fails the run, naming file and offset.
+# verify "after" (source shard; the default when verify is not given and every point holds its
+# state in memory, as the preset's does): the same bytes are checked as inline - the .metadata
+# record, read through a pool buffer, at once; the items in the resident memory after the timed
+# restore - and a byte corrupted between save and restore still fails the run, naming file and
+# offset.
 cat > "$work/dcp-verify-after.json" <<'J'
 {"model": "tiny", "parallelism": {"tp": 1, "dp": "auto", "zero_stage": 1}, "preset": "torch-dcp",
- "dcp": {"single_file_per_rank": false}, "source": "shard", "repetitions": 1, "verify": "after"}
+ "dcp": {"single_file_per_rank": false}, "repetitions": 1}
 J
 run dcp-after "" "$work/dcp-verify-after.json"
 r_in="$(jq_py "$work/dcp-ok.json" "(lambda r: (r['bytes_verified'], r['restore']['verify_inline'], 'verify_after_s' in r['restore']))(d['points'][0]['repetitions'][0])")"
