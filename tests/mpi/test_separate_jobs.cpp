@@ -53,6 +53,16 @@ RunResult restore_on(int n, const json& c, const std::string& from) {
   return r;
 }
 
+// A --phases save job of config c on every world rank, under target.
+RunResult save_job(const json& c, const std::string& target) {
+  RunOptions so;
+  so.quiet = true;
+  so.phases = Phases::save;
+  so.target_override = target;
+  so.config_document = c;
+  return run_benchmark(parse_config(c), so, MPI_COMM_WORLD);
+}
+
 }  // namespace
 
 class SeparateJobs : public ::testing::TestWithParam<std::tuple<const char*, const char*>> {};
@@ -62,12 +72,7 @@ TEST_P(SeparateJobs, SaveJobThenRestoreJobsOfOtherSizes) {
   CKPT_SKIP_UNLESS_BUILT(backend);
   const json c = config(layout, backend);
   const std::string target = shared_target("sep");
-  RunOptions so;
-  so.quiet = true;
-  so.phases = Phases::save;
-  so.target_override = target;
-  so.config_document = c;
-  const RunResult s = run_benchmark(parse_config(c), so, MPI_COMM_WORLD);
+  const RunResult s = save_job(c, target);
   ASSERT_EQ(s.exit_code, 0) << s.error;
   const std::string run_dir =
       bcast_from_root(world_rank() == 0 ? s.doc["environment"]["run_dir"].get<std::string>() : "");
@@ -162,12 +167,7 @@ TEST(SeparateJobs, CadenceOfAFrameworkPresetRestoredInAnotherJob) {
   c["checkpoints"] = 3;
   c["repetitions"] = 1;
   const std::string target = shared_target("sep-cadence");
-  RunOptions so;
-  so.quiet = true;
-  so.phases = Phases::save;
-  so.target_override = target;
-  so.config_document = c;
-  const RunResult s = run_benchmark(parse_config(c), so, MPI_COMM_WORLD);
+  const RunResult s = save_job(c, target);
   ASSERT_EQ(s.exit_code, 0) << s.error;
   const std::string run_dir =
       bcast_from_root(world_rank() == 0 ? s.doc["environment"]["run_dir"].get<std::string>() : "");
